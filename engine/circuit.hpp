@@ -1,0 +1,53 @@
+// The circuit: device instances, the MNA unknowns and the compiled sparse pattern (CSC) they stamp into.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+#include "engine/device.hpp"
+#include "engine/elaborate.hpp"
+
+namespace anasim {
+
+struct UnknownInfo {
+  std::string name;     // output name: "v(out)" or "i(v1)"
+  bool is_node = true;  // voltage [V] (vntol) or branch current [A] (abstol)
+  bool visible = true;  // written to results
+};
+
+class Circuit {
+ public:
+  // Instantiates devices, allocates unknowns, compiles the pattern, runs topology checks
+  // (voltage loops, floating nodes). Errors name devices and nodes, located in the source.
+  Status build(const FlatNetlist& fn, const DeviceCatalog& catalog);
+
+  int n() const { return static_cast<int>(unknowns_.size()); }   // number of unknowns
+  int nnz() const { return static_cast<int>(Ai_.size()); }
+  int n_states() const { return n_states_; }
+  bool nonlinear() const { return nonlinear_; }
+  const std::vector<UnknownInfo>& unknowns() const { return unknowns_; }
+  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  Device* find_device(const std::string& name) const;
+  UnknownIndex node_unknown(NodeId n) const { return n.v == 0 ? UnknownIndex() : node_unknown_[n.v]; }
+  const std::vector<std::string>& node_names() const { return node_names_; }
+  // Offsets of diagonal entries, one per unknown (gmin stepping and .ic forcing).
+  const std::vector<Offset>& diag() const { return diag_; }
+  // CSC pattern, size n+1 and nnz, rows sorted within columns.
+  const std::vector<int>& Ap() const { return Ap_; }
+  const std::vector<int>& Ai() const { return Ai_; }
+  // Describes an unknown for messages: "node 'out'" or "branch current of 'v1'".
+  std::string describe(int unknown) const;
+
+ private:
+  friend class CircuitBuilder;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<UnknownInfo> unknowns_;
+  std::vector<std::string> node_names_;
+  std::vector<UnknownIndex> node_unknown_;
+  std::vector<std::string> branch_owner_;  // per unknown: owning device for branches, "" for nodes
+  std::vector<Offset> diag_;
+  std::vector<int> Ap_, Ai_;
+  int n_states_ = 0;
+  bool nonlinear_ = false;
+};
+
+}  // namespace anasim

@@ -1,0 +1,152 @@
+// The device interface. A device runs in phases:
+//   allocate()  once per topology: branch unknowns, internal nodes, integration states;
+//   declare()   once per topology: the matrix entries it stamps (offsets are written back after the
+//               sparse pattern is compiled, so load() indexes the value array with no look-ups);
+//   load()      every Newton iteration: evaluate and stamp;  load_ac() per frequency point.
+// Stamps are "companion form": the device adds to A and b so that the solution of A x = b is the next
+// Newton iterate (not a delta), as in SPICE.
+#pragma once
+#include <complex>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+#include "engine/param.hpp"
+#include "engine/types.hpp"
+
+namespace anasim {
+
+class Device;
+struct FlatDevice;
+
+// Offset into the matrix value array (or rhs array). Ground rows/columns map to a trash slot
+// at the end of the array, so stamping code never branches on ground.
+using Offset = int;
+
+// Phase 1: unknowns and states.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Unknown for a node (ground -> UnknownIndex(-1)).
+  virtual UnknownIndex unknown(NodeId n) const = 0;
+  // New branch-current unknown, output as "i(<name>)" [A].
+  virtual UnknownIndex add_branch(const Device& owner, const std::string& suffix = "") = 0;
+  // New internal node "<owner>#<suffix>" [V]; not written to outputs unless `visible`.
+  virtual NodeId add_internal_node(const Device& owner, const std::string& suffix, bool visible = false) = 0;
+  // Reserve `count` consecutive integration states (charge [C] or flux [Wb]); returns the first index.
+  virtual int add_states(int count) = 0;
+};
+
+// Phase 2: matrix pattern. The builder writes the final value-array offset into *slot once the pattern
+// is compiled; slot must stay valid (a member of the heap-allocated device).
+class PatternBuilder {
+ public:
+  virtual ~PatternBuilder() = default;
+  virtual void entry(UnknownIndex row, UnknownIndex col, Offset* slot) = 0;
+  // Branch unknown of another device (F/H controlling source); UnknownIndex(-1) if it has none.
+  virtual UnknownIndex branch_of(const std::string& device_name) const = 0;
+  // rhs offset of an unknown (ground -> trash slot).
+  virtual Offset rhs(UnknownIndex u) const = 0;
+};
+
+enum class Integration { BackwardEuler, Trapezoidal, Gear2 };
+
+// Everything load() needs. x, A, b are owned by the analysis.
+struct LoadContext {
+  enum class Mode { Dc, Tran };
+  Mode mode = Mode::Dc;
+  const double* x = nullptr;   // current iterate, size n_unknowns + 1 (last entry is ground = 0)
+  double* A = nullptr;         // matrix values, size nnz + 1 (last = trash)
+  double* b = nullptr;         // rhs, size n_unknowns + 1 (last = trash)
+  double time = 0.0;           // [s]
+  double srcfact = 1.0;        // independent-source scale factor (source stepping), 0..1
+  double gmin = 1e-12;         // [S] minimum junction conductance
+  bool init_junctions = false; // first iteration of an op: nonlinear devices start from their initial guess
+  bool noncon = false;         // set by a device when it limited its update (not converged)
+  bool uic_init = false;       // t = 0 of a uic transient: reactive states take their IC values
+  // Integration of a state s: i = dq/dt = ag0 * q + hist[s]. In DC mode ag0 = 0 and hist = 0.
+  double ag0 = 0.0;            // [1/s]
+  const double* hist = nullptr;  // size n_states
+  double* q = nullptr;           // size n_states: charge/flux at this timepoint (written by devices)
+
+  double v(UnknownIndex u) const { return u.v < 0 ? 0.0 : x[u.v]; }
+  // Records charge q [C] of state s and returns its current dq/dt [A] (0 in DC).
+  double ddt(int s, double charge) {
+    q[s] = charge;
+    return mode == Mode::Dc ? 0.0 : ag0 * charge + hist[s];
+  }
+  bool transient() const { return mode == Mode::Tran; }
+};
+
+// Small-signal stamping at angular frequency omega [rad/s]; values are complex.
+struct AcLoadContext {
+  std::complex<double>* A = nullptr;  // size nnz + 1
+  std::complex<double>* b = nullptr;  // size n_unknowns + 1
+  double omega = 0.0;
+};
+
+// A pair of nodes, for topology checks.
+using NodePair = std::pair<NodeId, NodeId>;
+
+class Device {
+ public:
+  Device(std::string name, SourceLoc loc) : name_(std::move(name)), loc_(std::move(loc)) {}
+  virtual ~Device() = default;
+  const std::string& name() const { return name_; }
+  const SourceLoc& loc() const { return loc_; }
+
+  // Phase 1 (see file comment).
+  virtual void allocate(Allocator&) {}
+  // Phase 2: declare every matrix entry load()/load_ac() may touch.
+  virtual void declare(PatternBuilder& p) = 0;
+  // True if the stamps depend on x (the analysis then iterates Newton).
+  virtual bool nonlinear() const { return false; }
+  // Stamps the linearised equations at ctx.x. Must not allocate.
+  virtual void load(LoadContext& ctx) = 0;
+  // Stamps the small-signal model linearised at the last load(); default: device has no AC stamp.
+  virtual void load_ac(AcLoadContext&) {}
+  // Sets initial states for a uic transient (charge from IC or from x); called once at t = 0.
+  virtual void init_uic(LoadContext&) {}
+  // Next source corner strictly after t [s] (PULSE edges, PWL points), or +inf.
+  virtual double next_breakpoint(double /*t*/) const { return kInf; }
+  // Node pairs joined by a DC conductive path through the device (for floating-node checks).
+  virtual void dc_paths(std::vector<NodePair>&) const {}
+  // Node pairs whose voltage difference the device imposes (V, E, H, L): a loop of them is an error.
+  virtual void voltage_edges(std::vector<NodePair>&) const {}
+  // Independent sources: sets the DC value [V or A] for a DC sweep; false if not sweepable.
+  virtual bool set_dc(double) { return false; }
+  virtual double dc_value() const { return 0.0; }
+  // Writes the device as one or more ngspice deck lines (flattened), without trailing newline.
+  virtual std::string spice_line() const = 0;
+ private:
+  std::string name_;
+  SourceLoc loc_;
+};
+
+// A device type: its netlist syntax and parameter tables, and a factory.
+class DeviceType {
+ public:
+  virtual ~DeviceType() = default;
+  std::string key;                  // lower-case key: "r", "c", ..., matches the SPICE letter
+  std::string long_name;            // "resistor"
+  std::string description;          // one line for `anasim devices`
+  std::vector<std::string> pins;    // pin names in order
+  std::vector<std::string> positional;  // SPICE positional parameters after the nodes, in order
+  std::string model_type;           // SPICE .model type this device takes ("d"), empty if none
+  bool needs_control = false;       // F/H: a controlling voltage-source name follows the nodes
+  bool source_syntax = false;       // V/I: DC/AC/PULSE/... keyword syntax
+  ParamTable params;                // instance parameters
+  ParamTable model_params;          // .model parameters (if model_type set)
+  // Builds the device; returns nullptr and fills st on a validation error (located at fd.loc).
+  virtual std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const = 0;
+};
+
+// The set of known device types (implemented in devices/registry.cpp).
+class DeviceCatalog {
+ public:
+  virtual ~DeviceCatalog() = default;
+  virtual const DeviceType* find(const std::string& key) const = 0;
+  virtual std::vector<const DeviceType*> all() const = 0;
+};
+
+}  // namespace anasim

@@ -1,0 +1,72 @@
+// Elaboration: evaluates parameters, flattens subcircuits and checks the netlist against the device
+// catalog, producing a flat list of device descriptions ready to be instantiated.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+#include "engine/device.hpp"
+#include "engine/netlist.hpp"
+#include "engine/param.hpp"
+
+namespace anasim {
+
+// One flattened device. Names inside subcircuits are "<instance path>.<name>", e.g. "x1.r2".
+struct FlatDevice {
+  std::string name;
+  const DeviceType* type = nullptr;
+  std::vector<NodeId> nodes;             // size type->pins.size()
+  std::vector<std::string> node_names;   // flattened node names ("0" for ground)
+  ParamValues params;                    // instance parameters (evaluated, range-checked)
+  ParamValues model;                     // model parameters, if the type takes a model
+  std::string model_name;                // flattened model name, for export
+  std::string control;                   // flattened controlling-source name (F/H)
+  SourceLoc loc;
+};
+
+struct Options {
+  double reltol = 1e-3;     // relative tolerance
+  double abstol = 1e-12;    // [A] current tolerance
+  double vntol = 1e-6;      // [V] voltage tolerance
+  double chgtol = 1e-14;    // [C] charge tolerance (LTE)
+  double trtol = 7.0;       // LTE overestimation factor
+  double gmin = 1e-12;      // [S]
+  int itl1 = 100;           // DC Newton iteration limit
+  int itl4 = 10;            // transient Newton iteration limit per step
+  Integration method = Integration::Trapezoidal;
+  int maxord = 2;
+  bool klu = true;          // accepted for ngspice compatibility (anasim always uses KLU)
+};
+
+struct DcSweep {
+  std::string source;  // flattened device name
+  double start = 0, stop = 0, step = 0;
+  SourceLoc loc;
+};
+
+struct Analysis {
+  AnalysisSpec::Kind kind = AnalysisSpec::Kind::Op;
+  std::vector<DcSweep> sweeps;   // DC: inner first
+  double tstep = 0, tstop = 0, tstart = 0, tmax = 0;  // TRAN [s] (tmax 0 = default)
+  bool uic = false;
+  std::string variation;         // AC: "dec" | "oct" | "lin"
+  int points = 0;
+  double fstart = 0, fstop = 0;  // AC [Hz]
+  SourceLoc loc;
+};
+
+struct FlatNetlist {
+  std::string title;
+  std::string file;
+  std::vector<std::string> node_names;   // index = NodeId; [0] = "0"
+  std::vector<FlatDevice> devices;
+  std::vector<Analysis> analyses;
+  Options options;
+  std::vector<std::pair<NodeId, double>> ics;  // .ic node voltages [V]
+  std::vector<std::string> outputs;            // requested signals, empty = all
+  std::map<std::string, double> params;        // top-level parameter values
+};
+
+// Evaluates and flattens `pn`. Errors are located in the source.
+Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out);
+
+}  // namespace anasim

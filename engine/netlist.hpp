@@ -1,0 +1,92 @@
+// The parsed netlist: what the SPICE and YAML parsers produce, before parameters are evaluated
+// and subcircuits flattened (see elaborate.hpp). All names are lower-cased; every object keeps its SourceLoc.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+#include "engine/types.hpp"
+
+namespace anasim {
+
+// An unevaluated value: a number with SPICE suffix ("10k"), or an expression ("2*rval").
+struct ValueExpr {
+  std::string text;
+  SourceLoc loc;  // points at the first character of text
+};
+
+// name = value, or name = (v1 v2 ...) for list-valued parameters (PULSE, PWL, ...).
+struct ParamAssign {
+  std::string name;               // lower-case parameter name
+  std::vector<ValueExpr> values;  // one element for scalars
+  bool is_list = false;
+  SourceLoc loc;                  // location of the name (or of the value for positional ones)
+};
+
+// One device or subcircuit-instance line.
+struct DeviceInstance {
+  std::string name;                   // lower-case instance name, e.g. "r1", "x3"
+  std::string type;                   // device-type key from the catalog ("r", "v", "d", ...) or "x"
+  std::vector<std::string> nodes;     // lower-case node names; "0" / "gnd" are ground
+  std::vector<SourceLoc> node_locs;   // same size as nodes
+  std::string model;                  // model name (D), subcircuit name (X), or controlling source (F, H)
+  SourceLoc model_loc;
+  std::vector<ParamAssign> params;
+  SourceLoc loc;                      // location of the instance name
+};
+
+struct ModelDef {
+  std::string name;  // lower-case
+  std::string type;  // lower-case SPICE model type, e.g. "d"
+  std::vector<ParamAssign> params;
+  SourceLoc loc;
+};
+
+struct SubcktDef {
+  std::string name;
+  std::vector<std::string> ports;
+  std::vector<ParamAssign> params;  // default parameter values (expressions)
+  std::vector<DeviceInstance> devices;
+  std::vector<ModelDef> models;     // models local to the subcircuit
+  SourceLoc loc;
+};
+
+// One analysis request. Arguments are kept as expressions and evaluated during elaboration.
+struct AnalysisSpec {
+  enum class Kind { Op, Dc, Tran, Ac };
+  Kind kind = Kind::Op;
+  // DC: one or two sweeps (outer sweep last, as in SPICE ".dc v1 ... v2 ...": v1 inner, v2 outer).
+  struct Sweep {
+    std::string source;
+    ValueExpr start, stop, step;
+    SourceLoc loc;
+  };
+  std::vector<Sweep> sweeps;
+  // TRAN: tstep tstop [tstart [tmax]] [uic]
+  ValueExpr tstep, tstop, tstart, tmax;
+  bool uic = false;
+  // AC: variation dec|oct|lin, points, fstart, fstop
+  std::string variation;
+  ValueExpr points, fstart, fstop;
+  SourceLoc loc;
+};
+
+struct ParsedNetlist {
+  std::string title;
+  std::string file;                     // top-level file name
+  std::vector<ParamAssign> params;      // .param / params: (evaluated in order)
+  std::vector<ModelDef> models;
+  std::vector<SubcktDef> subckts;
+  std::vector<DeviceInstance> devices;  // top level
+  std::vector<AnalysisSpec> analyses;   // in file order
+  std::vector<ParamAssign> options;     // .options name=value (a bare flag has value "1")
+  std::vector<ParamAssign> ics;         // .ic v(node)=value; name holds the node name
+  std::vector<std::string> outputs;     // requested signals ("v(out)", "i(v1)"); empty = all
+  std::vector<ParamAssign> extra;       // sections other layers interpret (e.g. YAML "hardware:"); unused by engine
+};
+
+// Helpers shared by both parsers.
+bool is_ground_name(const std::string& node);  // "0", "gnd"
+std::string to_lower(std::string s);
+
+}  // namespace anasim

@@ -1,0 +1,55 @@
+// Analysis results: one table per analysis (sweep variable + one column per signal) and solver statistics.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace anasim {
+
+struct SolverStats {
+  long newton_iterations = 0;   // total Newton iterations (linear solves inside Newton)
+  long factorizations = 0;      // full numeric factorizations (klu_factor)
+  long refactorizations = 0;    // klu_refactor calls
+  long solves = 0;              // forward/back substitutions
+  long timepoints = 0;          // accepted timepoints (tran) / sweep points (dc, ac)
+  long rejected = 0;            // rejected timesteps (tran)
+  double seconds = 0.0;         // wall time of the analysis [s]
+  void add(const SolverStats& o) {
+    newton_iterations += o.newton_iterations; factorizations += o.factorizations;
+    refactorizations += o.refactorizations; solves += o.solves; timepoints += o.timepoints;
+    rejected += o.rejected; seconds += o.seconds;
+  }
+};
+
+struct Signal {
+  std::string name;          // lower-case ngspice-style: "v(out)", "i(v1)"
+  std::string unit;          // "V" or "A"
+  std::vector<double> re;    // one value per row
+  std::vector<double> im;    // AC only (same size as re), else empty
+};
+
+struct AnalysisResult {
+  std::string kind;          // "op", "dc", "tran", "ac"
+  std::string group;         // output name: "op", "dc", "tran2", ...
+  std::string sweep_name;    // "time", "frequency", swept source name; empty for op
+  std::string sweep_unit;    // "s", "Hz", "V"/"A"
+  std::vector<double> sweep; // one per row (empty for op)
+  std::vector<double> sweep2;      // nested DC sweep: outer source value per row (else empty)
+  std::string sweep2_name;
+  std::vector<Signal> signals;
+  SolverStats stats;
+  int rows() const { return signals.empty() ? 0 : static_cast<int>(signals[0].re.size()); }
+  bool complex() const { return kind == "ac"; }
+  const Signal* find(const std::string& name) const {
+    for (const auto& s : signals) if (s.name == name) return &s;
+    return nullptr;
+  }
+};
+
+struct RunResults {
+  std::string title;
+  std::string netlist;      // input file path
+  int unknowns = 0;
+  std::vector<AnalysisResult> analyses;
+};
+
+}  // namespace anasim
