@@ -1,1 +1,121 @@
-int main(){return 0;}
+// anasim command line: a thin front end over the engine/devices/nn libraries.
+// Exit codes: 0 success, 2 bad input (parse or validation), 3 numerical failure, 1 anything else.
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include "devices/registry.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/export_spice.hpp"
+#include "engine/output.hpp"
+#include "engine/parse.hpp"
+#include "engine/simulate.hpp"
+
+using namespace anasim;
+
+namespace {
+
+int exit_code(const Status& st) {
+  if (st.ok()) return 0;
+  switch (st.errors[0].kind) {
+    case ErrorKind::Input: return 2;
+    case ErrorKind::Numerical: return 3;
+    default: return 1;
+  }
+}
+
+int report(const Status& st) {
+  for (const auto& w : st.warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (!st.ok()) fmt::print(stderr, "{}\n", st.to_string());
+  return exit_code(st);
+}
+
+Status load(const std::string& file, FlatNetlist& fn) {
+  ParsedNetlist pn;
+  if (Status st = parse_netlist(file, builtin_catalog(), pn); !st) return st;
+  return elaborate(pn, builtin_catalog(), fn);
+}
+
+void print_summary(const RunResults& r, double seconds) {
+  fmt::print("anasim: {}\n", r.title.empty() ? r.netlist : r.title);
+  fmt::print("  netlist   {}\n  unknowns  {}\n", r.netlist, r.unknowns);
+  fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}\n", "analysis", "points", "newton", "factor", "refactor",
+             "rejected", "time[s]");
+  for (const auto& a : r.analyses)
+    fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10.4f}\n", a.group, a.stats.timepoints,
+               a.stats.newton_iterations, a.stats.factorizations, a.stats.refactorizations, a.stats.rejected,
+               a.stats.seconds);
+  fmt::print("  total time {:.4f} s\n", seconds);
+}
+
+int cmd_run(const std::string& file, const std::string& h5, const std::string& csv) {
+  auto t0 = std::chrono::steady_clock::now();
+  FlatNetlist fn;
+  if (Status st = load(file, fn); !st) return report(st);
+  RunResults r;
+  if (Status st = simulate(fn, builtin_catalog(), r); !st) return report(st);
+  if (!h5.empty())
+    if (Status st = write_hdf5(r, h5); !st) return report(st);
+  if (!csv.empty())
+    if (Status st = write_csv(r, csv); !st) return report(st);
+  print_summary(r, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return 0;
+}
+
+int cmd_export(const std::string& file, const std::string& out) {
+  FlatNetlist fn;
+  if (Status st = load(file, fn); !st) return report(st);
+  if (Status st = export_spice(fn, out); !st) return report(st);
+  fmt::print("wrote {}\n", out);
+  return 0;
+}
+
+int cmd_devices() {
+  for (const DeviceType* t : builtin_catalog().all()) {
+    fmt::print("{} ({}): {}\n  pins: {}\n", t->key, t->long_name, t->description, fmt::join(t->pins, " "));
+    auto table = [](const char* title, const ParamTable& p) {
+      if (p.empty()) return;
+      fmt::print("  {}:\n", title);
+      for (const auto& s : p) {
+        std::string range = fmt::format("{}{}, {}]", s.min_exclusive ? "(" : "[", s.min, s.max);
+        std::string def = s.kind == ParamKind::List ? "list" : fmt::format("{}", s.def);
+        fmt::print("    {:<9} {:<5} default {:<10} range {:<14} {}\n", s.name, s.unit, def, range, s.description);
+      }
+    };
+    table("parameters", t->params);
+    if (!t->model_type.empty()) table(fmt::format("model '{}' parameters", t->model_type).c_str(), t->model_params);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"anasim: circuit simulator for analog neural networks"};
+    app.require_subcommand(1);
+    std::string file, h5, csv, spice_out;
+    auto* run = app.add_subcommand("run", "run every analysis in a netlist (.yaml or SPICE deck)");
+    run->add_option("file", file, "netlist")->required();
+    run->add_option("-o,--output", h5, "write results to this HDF5 file");
+    run->add_option("--csv", csv, "write one CSV per analysis into this directory");
+    auto* exp = app.add_subcommand("export", "write a netlist as a flat ngspice deck");
+    exp->add_option("file", file, "netlist")->required();
+    exp->add_option("--spice", spice_out, "output deck")->required();
+    auto* dev = app.add_subcommand("devices", "list device types and their parameters");
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      int rc = app.exit(e);
+      return rc == 0 ? 0 : 2;
+    }
+    if (*run) return cmd_run(file, h5, csv);
+    if (*exp) return cmd_export(file, spice_out);
+    if (*dev) return cmd_devices();
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,1 +1,72 @@
-// placeholder
+// Linear inductor L: l [H] between p and n with a branch-current unknown, optional initial current ic [A].
+#include <cmath>
+#include "devices/registry.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/stamps.hpp"
+
+namespace anasim {
+
+namespace {
+enum { kL, kIc };
+
+class Inductor : public Device {
+ public:
+  Inductor(const FlatDevice& fd)
+      : Device(fd.name, fd.loc), p_(fd.nodes[0]), n_(fd.nodes[1]), l_(fd.params[kL]), ic_(fd.params[kIc]),
+        has_ic_(fd.params.has(kIc)) {}
+  void allocate(Allocator& a) override {
+    br_ = a.add_branch(*this);
+    state_ = a.add_states(1);
+  }
+  void declare(PatternBuilder& p) override {
+    b_.declare(p, p.unknown(p_), p.unknown(n_), br_);
+    p.entry(br_, br_, &br_br_);
+  }
+  // Branch equation: v(p) - v(n) - d(L i)/dt = 0.
+  void load(LoadContext& ctx) override {
+    b_.stamp_incidence(ctx.A);
+    const double i = ctx.v(br_);
+    const double vl = ctx.ddt(state_, l_ * i);
+    if (!ctx.transient()) return;
+    ctx.A[br_br_] -= ctx.ag0 * l_;
+    ctx.b[b_.rhs] += vl - ctx.ag0 * l_ * i;
+  }
+  void init_uic(LoadContext& ctx) override { ctx.q[state_] = l_ * (has_ic_ ? ic_ : 0.0); }
+  void load_ac(AcLoadContext& ctx) override {
+    b_.stamp_incidence(ctx.A);
+    ctx.A[br_br_] -= std::complex<double>(0.0, ctx.omega * l_);
+  }
+  void dc_paths(std::vector<NodePair>& out) const override { out.emplace_back(p_, n_); }
+  void voltage_edges(std::vector<NodePair>& out) const override { out.emplace_back(p_, n_); }
+ private:
+  NodeId p_, n_;
+  UnknownIndex br_;
+  double l_, ic_;
+  bool has_ic_;
+  int state_ = 0;
+  BranchStamp b_;
+  Offset br_br_ = 0;
+};
+
+class InductorType : public DeviceType {
+ public:
+  InductorType() {
+    key = "l";
+    long_name = "inductor";
+    description = "linear inductor (branch current is an unknown)";
+    pins = {"p", "n"};
+    positional = {"l"};
+    params = {
+        {"l", "H", std::nan(""), 0, kInf, "inductance", ParamKind::Real, true, "inductance"},
+        {"ic", "A", 0.0, -kInf, kInf, "initial current (with uic)"},
+    };
+  }
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status&) const override {
+    return std::make_unique<Inductor>(fd);
+  }
+};
+}  // namespace
+
+std::unique_ptr<DeviceType> make_inductor_type() { return std::make_unique<InductorType>(); }
+
+}  // namespace anasim

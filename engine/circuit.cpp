@@ -1,1 +1,202 @@
-// placeholder
+// Circuit construction: device instantiation, unknown allocation, sparse pattern compilation and
+// topology checks (voltage-source loops, nodes without a DC path to ground).
+#include "engine/circuit.hpp"
+#include <algorithm>
+#include <numeric>
+#include <fmt/format.h>
+
+namespace anasim {
+
+namespace {
+
+// Union-find over node ids, for topology checks.
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int a) {
+    while (parent[a] != a) a = parent[a] = parent[parent[a]];
+    return a;
+  }
+  bool unite(int a, int b) {  // false if already joined
+    a = find(a); b = find(b);
+    if (a == b) return false;
+    parent[a] = b;
+    return true;
+  }
+};
+
+}  // namespace
+
+class CircuitBuilder : public Allocator, public PatternBuilder {
+ public:
+  explicit CircuitBuilder(Circuit& c) : c_(c) {}
+
+  UnknownIndex unknown(NodeId n) const override { return c_.node_unknown(n); }
+  UnknownIndex add_branch(const Device& owner, const std::string& suffix) override {
+    UnknownIndex u(static_cast<int>(c_.unknowns_.size()));
+    std::string nm = suffix.empty() ? owner.name() : owner.name() + "#" + suffix;
+    c_.unknowns_.push_back({"i(" + nm + ")", false, true});
+    c_.branch_owner_.push_back(owner.name());
+    if (suffix.empty()) branches_.emplace_back(owner.name(), u);
+    return u;
+  }
+  NodeId add_internal_node(const Device& owner, const std::string& suffix, bool visible) override {
+    NodeId id(static_cast<int>(c_.node_names_.size()));
+    std::string nm = owner.name() + "#" + suffix;
+    c_.node_names_.push_back(nm);
+    UnknownIndex u(static_cast<int>(c_.unknowns_.size()));
+    c_.node_unknown_.push_back(u);
+    c_.unknowns_.push_back({"v(" + nm + ")", true, visible});
+    c_.branch_owner_.push_back(owner.name());
+    return id;
+  }
+  int add_states(int count) override {
+    int first = c_.n_states_;
+    c_.n_states_ += count;
+    return first;
+  }
+  void entry(UnknownIndex row, UnknownIndex col, Offset* slot) override {
+    entries_.push_back({row.v, col.v, slot});
+  }
+  UnknownIndex branch_of(const std::string& name) const override {
+    for (const auto& [n, u] : branches_)
+      if (n == name) return u;
+    return UnknownIndex();
+  }
+  Offset rhs(UnknownIndex u) const override { return u.v < 0 ? c_.n() : u.v; }
+
+  // Builds CSC arrays from the declared entries and writes offsets back into device slots.
+  void compile() {
+    const int n = c_.n();
+    std::vector<Offset> diag_slots(n);
+    for (int i = 0; i < n; ++i) entries_.push_back({i, i, &diag_slots[i]});
+    // (col, row) pairs, unique
+    std::vector<std::pair<int, int>> cr;
+    cr.reserve(entries_.size());
+    for (const auto& e : entries_)
+      if (e.row >= 0 && e.col >= 0) cr.emplace_back(e.col, e.row);
+    std::sort(cr.begin(), cr.end());
+    cr.erase(std::unique(cr.begin(), cr.end()), cr.end());
+    const int nnz = static_cast<int>(cr.size());
+    c_.Ap_.assign(n + 1, 0);
+    c_.Ai_.resize(nnz);
+    for (int k = 0; k < nnz; ++k) {
+      c_.Ap_[cr[k].first + 1]++;
+      c_.Ai_[k] = cr[k].second;
+    }
+    for (int j = 0; j < n; ++j) c_.Ap_[j + 1] += c_.Ap_[j];
+    for (const auto& e : entries_) {
+      if (e.row < 0 || e.col < 0) {
+        *e.slot = nnz;  // trash
+        continue;
+      }
+      auto it = std::lower_bound(cr.begin(), cr.end(), std::make_pair(e.col, e.row));
+      *e.slot = static_cast<Offset>(it - cr.begin());
+    }
+    c_.diag_ = diag_slots;
+  }
+
+ private:
+  struct Entry {
+    int row, col;
+    Offset* slot;
+  };
+  Circuit& c_;
+  std::vector<Entry> entries_;
+  std::vector<std::pair<std::string, UnknownIndex>> branches_;
+};
+
+Device* Circuit::find_device(const std::string& name) const {
+  for (const auto& d : devices_)
+    if (d->name() == name) return d.get();
+  return nullptr;
+}
+
+std::string Circuit::describe(int u) const {
+  if (u < 0 || u >= n()) return "an unknown";
+  const auto& info = unknowns_[u];
+  std::string inner = info.name.substr(2, info.name.size() - 3);
+  if (info.is_node) return fmt::format("node '{}'", inner);
+  return fmt::format("branch current of '{}'", branch_owner_[u]);
+}
+
+Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
+  Status st;
+  devices_.clear();
+  unknowns_.clear();
+  branch_owner_.clear();
+  node_names_ = fn.node_names;
+  node_unknown_.assign(node_names_.size(), UnknownIndex());
+  for (size_t i = 1; i < node_names_.size(); ++i) {
+    node_unknown_[i] = UnknownIndex(static_cast<int>(i) - 1);
+    unknowns_.push_back({"v(" + node_names_[i] + ")", true, true});
+    branch_owner_.emplace_back();
+  }
+  n_states_ = 0;
+  nonlinear_ = false;
+
+  for (const auto& fd : fn.devices) {
+    auto dev = fd.type->create(fd, st);
+    if (!dev) {
+      if (st.ok()) st.merge(Status::input(fmt::format("cannot create {} '{}'", fd.type->long_name, fd.name), fd.loc));
+      return st;
+    }
+    nonlinear_ = nonlinear_ || dev->nonlinear();
+    devices_.push_back(std::move(dev));
+  }
+
+  CircuitBuilder b(*this);
+  for (auto& d : devices_) d->allocate(b);
+  for (auto& d : devices_) d->declare(b);
+  for (size_t k = 0; k < fn.devices.size(); ++k) {
+    const auto& fd = fn.devices[k];
+    if (!fd.control.empty() && b.branch_of(fd.control).is_ground())
+      return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor "
+                                       "in this circuit", fd.type->long_name, fd.name, fd.control), fd.loc);
+  }
+  b.compile();
+
+  // Topology checks on all nodes, including device-internal ones.
+  const int nn = static_cast<int>(node_names_.size());
+  // First device touching each node, for locating messages.
+  std::vector<int> first_dev(nn, -1);
+  for (size_t k = 0; k < fn.devices.size(); ++k)
+    for (NodeId id : fn.devices[k].nodes)
+      if (first_dev[id.v] < 0) first_dev[id.v] = static_cast<int>(k);
+  {
+    UnionFind uf(nn);
+    std::vector<NodePair> edges;
+    for (size_t k = 0; k < devices_.size(); ++k) {
+      edges.clear();
+      devices_[k]->voltage_edges(edges);
+      for (const auto& [a, c] : edges) {
+        if (!uf.unite(a.v, c.v))
+          return Status::input(fmt::format("{} '{}' closes a loop of voltage sources/inductors between nodes '{}' and "
+                                           "'{}' (the loop has no unique solution)",
+                                           fn.devices[k].type->long_name, devices_[k]->name(), node_names_[a.v],
+                                           node_names_[c.v]),
+                               devices_[k]->loc());
+      }
+    }
+  }
+  {
+    UnionFind uf(nn);
+    std::vector<NodePair> edges;
+    for (auto& d : devices_) {
+      edges.clear();
+      d->dc_paths(edges);
+      d->voltage_edges(edges);
+      for (const auto& [a, c] : edges) uf.unite(a.v, c.v);
+    }
+    for (int i = 1; i < nn; ++i) {
+      if (uf.find(i) != uf.find(0)) {
+        SourceLoc loc = first_dev[i] >= 0 ? fn.devices[first_dev[i]].loc : SourceLoc{};
+        std::string via = first_dev[i] >= 0 ? fmt::format(" (connected to '{}')", fn.devices[first_dev[i]].name) : "";
+        return Status::input(fmt::format("node '{}' has no DC path to ground{}", node_names_[i], via), loc);
+      }
+    }
+  }
+  return st;
+}
+
+}  // namespace anasim

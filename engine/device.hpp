@@ -43,6 +43,8 @@ class PatternBuilder {
  public:
   virtual ~PatternBuilder() = default;
   virtual void entry(UnknownIndex row, UnknownIndex col, Offset* slot) = 0;
+  // Unknown for a node (ground -> UnknownIndex(-1)).
+  virtual UnknownIndex unknown(NodeId n) const = 0;
   // Branch unknown of another device (F/H controlling source); UnknownIndex(-1) if it has none.
   virtual UnknownIndex branch_of(const std::string& device_name) const = 0;
   // rhs offset of an unknown (ground -> trash slot).
@@ -64,6 +66,8 @@ struct LoadContext {
   bool init_junctions = false; // first iteration of an op: nonlinear devices start from their initial guess
   bool noncon = false;         // set by a device when it limited its update (not converged)
   bool uic_init = false;       // t = 0 of a uic transient: reactive states take their IC values
+  double tran_step = 0.0;      // [s] .tran tstep and tstop (defaults of PULSE/SIN/EXP timing), 0 outside .tran
+  double tran_stop = 0.0;
   // Integration of a state s: i = dq/dt = ag0 * q + hist[s]. In DC mode ag0 = 0 and hist = 0.
   double ag0 = 0.0;            // [1/s]
   const double* hist = nullptr;  // size n_states
@@ -116,8 +120,7 @@ class Device {
   // Independent sources: sets the DC value [V or A] for a DC sweep; false if not sweepable.
   virtual bool set_dc(double) { return false; }
   virtual double dc_value() const { return 0.0; }
-  // Writes the device as one or more ngspice deck lines (flattened), without trailing newline.
-  virtual std::string spice_line() const = 0;
+
  private:
   std::string name_;
   SourceLoc loc_;
@@ -139,7 +142,13 @@ class DeviceType {
   ParamTable model_params;          // .model parameters (if model_type set)
   // Builds the device; returns nullptr and fills st on a validation error (located at fd.loc).
   virtual std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const = 0;
+  // The device as an ngspice deck line (flattened, no newline). Default: name, nodes, [control], [model],
+  // positional parameters, then the other given parameters as name=value.
+  virtual std::string spice_line(const FlatDevice& fd) const;
 };
+
+// Instance name for a SPICE deck: flattened names ("x1.r2") get ngspice's own prefix ("r.x1.r2").
+std::string spice_instance_name(const std::string& key, const std::string& flat_name);
 
 // The set of known device types (implemented in devices/registry.cpp).
 class DeviceCatalog {

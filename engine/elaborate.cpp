@@ -1,1 +1,319 @@
-// placeholder
+// Elaboration (see elaborate.hpp): parameter evaluation, subcircuit flattening, model binding and
+// validation of analyses, options and initial conditions.
+#include "engine/elaborate.hpp"
+#include <cmath>
+#include <map>
+#include <fmt/format.h>
+
+namespace anasim {
+
+namespace {
+
+constexpr int kMaxDepth = 64;  // subcircuit nesting limit (catches recursive definitions)
+
+struct ModelScope {
+  const std::vector<ModelDef>* models;
+  const ModelScope* parent;
+  const ModelDef* find(const std::string& name) const {
+    for (const auto& m : *models)
+      if (m.name == name) return &m;
+    return parent ? parent->find(name) : nullptr;
+  }
+};
+
+class Elaborator {
+ public:
+  Elaborator(const ParsedNetlist& pn, const DeviceCatalog& cat, FlatNetlist& out) : pn_(pn), cat_(cat), out_(out) {}
+
+  Status run() {
+    out_.title = pn_.title;
+    out_.file = pn_.file;
+    out_.node_names = {"0"};
+    node_ids_.clear();
+    for (const auto& p : pn_.params) {
+      double v;
+      if (p.values.size() != 1) return Status::input(fmt::format("parameter '{}' needs one value", p.name), p.loc);
+      Status st = evaluate_expr(p.values[0].text, p.values[0].loc, top_, v);
+      if (!st) return st;
+      top_.set(p.name, v);
+      out_.params[p.name] = v;
+    }
+    for (const auto& s : pn_.subckts) subckts_[s.name] = &s;
+    if (Status st = options(); !st) return st;
+    ModelScope ms{&pn_.models, nullptr};
+    std::map<std::string, std::string> ports;  // top level: identity
+    if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
+    for (auto& fd : out_.devices) {
+      if (fd.control.empty()) continue;
+      auto it = names_.find(fd.control);
+      const FlatDevice* c = it == names_.end() ? nullptr : &out_.devices[it->second];
+      if (!c || (c->type->key != "v" && c->type->key != "l"))
+        return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor",
+                                         fd.type->long_name, fd.name, fd.control), fd.loc);
+      fd.control_key = c->type->key;
+    }
+    if (Status st = analyses(); !st) return st;
+    for (const auto& ic : pn_.ics) {
+      auto it = node_ids_.find(ic.name);
+      if (it == node_ids_.end())
+        return Status::input(fmt::format(".ic names node '{}', which is not in the circuit", ic.name), ic.loc);
+      double v;
+      if (ic.values.size() != 1) return Status::input(".ic needs one value per node", ic.loc);
+      if (Status st = evaluate_expr(ic.values[0].text, ic.values[0].loc, top_, v); !st) return st;
+      out_.ics.emplace_back(NodeId(it->second), v);
+    }
+    out_.outputs = pn_.outputs;
+    return {};
+  }
+
+ private:
+  Status options() {
+    Options& o = out_.options;
+    for (const auto& a : pn_.options) {
+      std::string text = a.values.empty() ? "1" : a.values[0].text;
+      if (a.name == "method") {
+        std::string m = to_lower(text);
+        if (m == "trap" || m == "trapezoidal") o.method = Integration::Trapezoidal;
+        else if (m == "gear" || m == "gear2" || m == "bdf2") o.method = Integration::Gear2;
+        else if (m == "euler" || m == "be") o.method = Integration::BackwardEuler;
+        else return Status::input(fmt::format("unknown integration method '{}'; expected trap, gear or euler", text), a.loc);
+        continue;
+      }
+      double v = 1;
+      if (!a.values.empty()) {
+        if (Status st = evaluate_expr(text, a.values[0].loc, top_, v); !st) return st;
+      }
+      auto positive = [&](double& field) -> Status {
+        if (!(v > 0)) return Status::input(fmt::format("option {} must be > 0, got {}", a.name, v), a.loc);
+        field = v;
+        return {};
+      };
+      Status st;
+      if (a.name == "reltol") st = positive(o.reltol);
+      else if (a.name == "abstol") st = positive(o.abstol);
+      else if (a.name == "vntol") st = positive(o.vntol);
+      else if (a.name == "chgtol") st = positive(o.chgtol);
+      else if (a.name == "trtol") st = positive(o.trtol);
+      else if (a.name == "gmin") st = positive(o.gmin);
+      else if (a.name == "itl1") { double d = 0; st = positive(d); o.itl1 = static_cast<int>(d); }
+      else if (a.name == "itl4") { double d = 0; st = positive(d); o.itl4 = static_cast<int>(d); }
+      else if (a.name == "maxord") { o.maxord = static_cast<int>(v); }
+      else if (a.name == "klu") { o.klu = v != 0; }
+      else if (a.name == "itl2" || a.name == "itl3" || a.name == "itl5" || a.name == "temp" || a.name == "tnom" ||
+               a.name == "noacct" || a.name == "nopage" || a.name == "post" || a.name == "acct" || a.name == "sparse" ||
+               a.name == "pivtol" || a.name == "pivrel" || a.name == "savecurrents" || a.name == "interp")
+        continue;  // accepted for SPICE compatibility, no effect
+      else
+        return Status::input(fmt::format("unknown option '{}'; expected reltol, abstol, vntol, chgtol, trtol, gmin, "
+                                         "itl1, itl4, method or maxord", a.name), a.loc);
+      if (!st) return st;
+    }
+    if (o.maxord < 1 || o.maxord > 2)
+      return Status::input("option maxord must be 1 or 2");
+    return {};
+  }
+
+  NodeId node(const std::string& name) {
+    if (is_ground_name(name)) return NodeId(0);
+    auto [it, inserted] = node_ids_.emplace(name, static_cast<int>(out_.node_names.size()));
+    if (inserted) out_.node_names.push_back(name);
+    return NodeId(it->second);
+  }
+
+  Status flatten(const std::vector<DeviceInstance>& devs, const std::string& prefix,
+                 const std::map<std::string, std::string>& ports, const Scope& scope, const ModelScope& models,
+                 int depth) {
+    auto map_node = [&](const std::string& n) -> std::string {
+      if (is_ground_name(n)) return "0";
+      auto it = ports.find(n);
+      if (it != ports.end()) return it->second;
+      return prefix + n;
+    };
+    for (const auto& inst : devs) {
+      const std::string full = prefix + inst.name;
+      if (inst.type == "x") {
+        auto it = subckts_.find(inst.model);
+        if (it == subckts_.end())
+          return Status::input(fmt::format("undefined subcircuit '{}' (instance '{}')", inst.model, inst.name),
+                               inst.model_loc.valid() ? inst.model_loc : inst.loc);
+        const SubcktDef& sd = *it->second;
+        if (depth >= kMaxDepth)
+          return Status::input(fmt::format("subcircuit '{}' is nested more than {} levels deep (recursive definition?)",
+                                           sd.name, kMaxDepth), inst.loc);
+        if (inst.nodes.size() != sd.ports.size())
+          return Status::input(fmt::format("subcircuit '{}' has {} ports, instance '{}' connects {} nodes", sd.name,
+                                           sd.ports.size(), inst.name, inst.nodes.size()), inst.loc);
+        std::map<std::string, std::string> child_ports;
+        for (size_t k = 0; k < sd.ports.size(); ++k) child_ports[sd.ports[k]] = map_node(inst.nodes[k]);
+        // Instance overrides are evaluated in the caller's scope; defaults in the child's.
+        Scope child(&top_);
+        std::map<std::string, double> overrides;
+        for (const auto& pa : inst.params) {
+          bool known = false;
+          for (const auto& d : sd.params) known = known || d.name == pa.name;
+          if (!known)
+            return Status::input(fmt::format("subcircuit '{}' has no parameter '{}'", sd.name, pa.name), pa.loc);
+          double v;
+          if (pa.values.size() != 1) return Status::input("subcircuit parameters take one value", pa.loc);
+          if (Status st = evaluate_expr(pa.values[0].text, pa.values[0].loc, scope, v); !st) return st;
+          overrides[pa.name] = v;
+        }
+        for (const auto& d : sd.params) {
+          auto o = overrides.find(d.name);
+          double v;
+          if (o != overrides.end()) v = o->second;
+          else {
+            if (d.values.size() != 1) return Status::input("subcircuit parameters take one value", d.loc);
+            if (Status st = evaluate_expr(d.values[0].text, d.values[0].loc, child, v); !st) return st;
+          }
+          child.set(d.name, v);
+        }
+        ModelScope ms{&sd.models, &models};
+        if (Status st = flatten(sd.devices, full + ".", child_ports, child, ms, depth + 1); !st) return st;
+        continue;
+      }
+      const DeviceType* type = cat_.find(inst.type);
+      if (!type) return Status::input(fmt::format("unknown device type '{}'", inst.type), inst.loc);
+      if (inst.nodes.size() != type->pins.size())
+        return Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
+                                         type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()), inst.loc);
+      FlatDevice fd;
+      fd.name = full;
+      fd.type = type;
+      fd.loc = inst.loc;
+      for (const auto& n : inst.nodes) {
+        fd.node_names.push_back(map_node(n));
+        fd.nodes.push_back(node(fd.node_names.back()));
+      }
+      fd.params = default_params(type->params);
+      if (Status st = assign_params(fd.params, inst.params, scope, fmt::format("{} '{}'", type->long_name, full)); !st)
+        return st;
+      for (size_t i = 0; i < type->params.size(); ++i) {
+        if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
+            type->params[i].kind == ParamKind::Real)
+          return Status::input(fmt::format("{} '{}' needs a value for '{}' ({})", type->long_name, inst.name,
+                                           type->params[i].name, type->params[i].description), inst.loc);
+      }
+      if (type->needs_control) {
+        if (inst.model.empty())
+          return Status::input(fmt::format("{} '{}' needs a controlling voltage source", type->long_name, inst.name),
+                               inst.loc);
+        fd.control = prefix + inst.model;
+      }
+      if (!type->model_type.empty()) {
+        fd.model = default_params(type->model_params);
+        if (!inst.model.empty()) {
+          const ModelDef* md = models.find(inst.model);
+          if (!md)
+            return Status::input(fmt::format("undefined model '{}' for {} '{}'", inst.model, type->long_name, inst.name),
+                                 inst.model_loc.valid() ? inst.model_loc : inst.loc);
+          if (md->type != type->model_type)
+            return Status::input(fmt::format("model '{}' has type '{}', but {} '{}' needs a '{}' model", md->name,
+                                             md->type, type->long_name, inst.name, type->model_type),
+                                 inst.model_loc.valid() ? inst.model_loc : inst.loc);
+          if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
+          fd.model_name = md->name;
+        } else {
+          return Status::input(fmt::format("{} '{}' needs a model name", type->long_name, inst.name), inst.loc);
+        }
+      }
+      if (names_.count(full))
+        return Status::input(fmt::format("duplicate device name '{}'", full), inst.loc);
+      names_.insert({full, out_.devices.size()});
+      out_.devices.push_back(std::move(fd));
+    }
+    return {};
+  }
+
+  Status eval(const ValueExpr& e, double def, double& out, const SourceLoc& where, const char* what) {
+    if (e.text.empty()) {
+      if (std::isnan(def)) return Status::input(fmt::format("missing {}", what), where);
+      out = def;
+      return {};
+    }
+    return evaluate_expr(e.text, e.loc, top_, out);
+  }
+
+  Status analyses() {
+    for (const auto& a : pn_.analyses) {
+      Analysis an;
+      an.kind = a.kind;
+      an.loc = a.loc;
+      const double nan = std::nan("");
+      switch (a.kind) {
+        case AnalysisSpec::Kind::Op: break;
+        case AnalysisSpec::Kind::Dc:
+          if (a.sweeps.empty() || a.sweeps.size() > 2)
+            return Status::input(".dc needs one or two sweeps: source start stop step", a.loc);
+          for (const auto& s : a.sweeps) {
+            DcSweep sw;
+            sw.source = s.source;
+            sw.loc = s.loc;
+            auto it = names_.find(s.source);
+            if (it == names_.end() || !out_.devices[it->second].type->source_syntax)
+              return Status::input(fmt::format(".dc sweeps '{}', which is not an independent source in this circuit",
+                                               s.source), s.loc);
+            if (Status st = eval(s.start, nan, sw.start, s.loc, "sweep start"); !st) return st;
+            if (Status st = eval(s.stop, nan, sw.stop, s.loc, "sweep stop"); !st) return st;
+            if (Status st = eval(s.step, nan, sw.step, s.loc, "sweep step"); !st) return st;
+            if (sw.step == 0 || (sw.stop - sw.start) / sw.step < 0)
+              return Status::input(fmt::format("sweep step {} does not lead from {} to {}", sw.step, sw.start, sw.stop),
+                                   s.step.loc.valid() ? s.step.loc : s.loc);
+            if ((sw.stop - sw.start) / sw.step > 1e7)
+              return Status::input("sweep has more than 10 million points", s.loc);
+            an.sweeps.push_back(sw);
+          }
+          break;
+        case AnalysisSpec::Kind::Tran:
+          if (Status st = eval(a.tstep, nan, an.tstep, a.loc, "tstep (.tran tstep tstop)"); !st) return st;
+          if (Status st = eval(a.tstop, nan, an.tstop, a.loc, "tstop (.tran tstep tstop)"); !st) return st;
+          if (Status st = eval(a.tstart, 0.0, an.tstart, a.loc, "tstart"); !st) return st;
+          if (Status st = eval(a.tmax, 0.0, an.tmax, a.loc, "tmax"); !st) return st;
+          an.uic = a.uic;
+          if (!(an.tstep > 0) || !(an.tstop > 0))
+            return Status::input(fmt::format(".tran needs tstep > 0 and tstop > 0, got {} and {}", an.tstep, an.tstop),
+                                 a.loc);
+          if (an.tstart < 0 || an.tstart >= an.tstop)
+            return Status::input(fmt::format(".tran tstart {} must lie in [0, tstop)", an.tstart), a.loc);
+          if (an.tmax < 0) return Status::input(".tran tmax must be >= 0", a.loc);
+          break;
+        case AnalysisSpec::Kind::Ac: {
+          an.variation = a.variation;
+          double pts;
+          if (Status st = eval(a.points, nan, pts, a.loc, "number of points (.ac dec n fstart fstop)"); !st) return st;
+          if (Status st = eval(a.fstart, nan, an.fstart, a.loc, "fstart"); !st) return st;
+          if (Status st = eval(a.fstop, nan, an.fstop, a.loc, "fstop"); !st) return st;
+          if (an.variation != "dec" && an.variation != "oct" && an.variation != "lin")
+            return Status::input(fmt::format(".ac variation '{}' must be dec, oct or lin", an.variation), a.loc);
+          if (!(pts >= 1) || pts > 1e7) return Status::input(".ac needs at least 1 point", a.loc);
+          an.points = static_cast<int>(pts);
+          if (!(an.fstart > 0) && an.variation != "lin")
+            return Status::input(fmt::format(".ac fstart must be > 0 for {} sweeps, got {}", an.variation, an.fstart),
+                                 a.loc);
+          if (an.fstart < 0 || an.fstop < an.fstart)
+            return Status::input(fmt::format(".ac needs 0 <= fstart <= fstop, got {} and {}", an.fstart, an.fstop), a.loc);
+          break;
+        }
+      }
+      out_.analyses.push_back(an);
+    }
+    return {};
+  }
+
+  const ParsedNetlist& pn_;
+  const DeviceCatalog& cat_;
+  FlatNetlist& out_;
+  Scope top_;
+  std::map<std::string, const SubcktDef*> subckts_;
+  std::map<std::string, int> node_ids_;
+  std::map<std::string, size_t> names_;
+};
+
+}  // namespace
+
+Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out) {
+  out = FlatNetlist{};
+  return Elaborator(pn, catalog, out).run();
+}
+
+}  // namespace anasim

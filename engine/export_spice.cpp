@@ -1,1 +1,125 @@
-// placeholder
+// SPICE deck writer (see export_spice.hpp) and the default DeviceType::spice_line.
+#include "engine/export_spice.hpp"
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <fmt/format.h>
+
+namespace anasim {
+
+std::string spice_instance_name(const std::string& key, const std::string& flat_name) {
+  if (!flat_name.empty() && flat_name.find('.') == std::string::npos && flat_name[0] == key[0]) return flat_name;
+  return key + "." + flat_name;
+}
+
+std::string DeviceType::spice_line(const FlatDevice& fd) const {
+  std::string s = spice_instance_name(key, fd.name);
+  for (const auto& n : fd.node_names) s += " " + n;
+  if (needs_control) s += " " + spice_instance_name(fd.control_key.empty() ? "v" : fd.control_key, fd.control);
+  if (!model_type.empty()) s += " " + fd.model_name;
+  std::vector<bool> done(params.size(), false);
+  for (const auto& pos : positional) {
+    int i = fd.params.index_of(pos);
+    if (i < 0) continue;
+    s += fmt::format(" {:.15g}", fd.params[i]);
+    done[i] = true;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (done[i] || !fd.params.has(static_cast<int>(i))) continue;
+    if (params[i].kind == ParamKind::Flag) {
+      if (fd.params[i] != 0) s += fmt::format(" {}", params[i].name);
+    } else if (params[i].kind == ParamKind::Real) {
+      s += fmt::format(" {}={:.15g}", params[i].name, fd.params[i]);
+    }
+  }
+  return s;
+}
+
+std::string spice_deck(const FlatNetlist& fn) {
+  std::string out = (fn.title.empty() ? std::string("anasim export") : fn.title) + "\n";
+  out += fmt::format("* exported by anasim from {}\n", fn.file);
+  // One .model per distinct (name, values); flattened subcircuit models may differ by parameters.
+  std::map<std::string, std::string> model_text;  // model name -> card
+  std::vector<FlatDevice> devs = fn.devices;
+  std::map<std::string, int> suffix;
+  for (auto& fd : devs) {
+    if (fd.type->model_type.empty()) continue;
+    std::string body;
+    for (size_t i = 0; i < fd.type->model_params.size(); ++i)
+      if (fd.model.has(static_cast<int>(i)))
+        body += fmt::format(" {}={:.15g}", fd.type->model_params[i].name, fd.model[i]);
+    std::string name = fd.model_name.empty() ? "default_" + fd.type->key : fd.model_name;
+    for (char& c : name) if (c == '.') c = '_';
+    std::string card = fmt::format(".model {} {}({})", name, fd.type->model_type, body);
+    auto it = model_text.find(name);
+    while (it != model_text.end() && it->second != card) {
+      name = fmt::format("{}_{}", fd.model_name.empty() ? "m" : fd.model_name, ++suffix[name]);
+      for (char& c : name) if (c == '.') c = '_';
+      card = fmt::format(".model {} {}({})", name, fd.type->model_type, body);
+      it = model_text.find(name);
+    }
+    model_text[name] = card;
+    fd.model_name = name;
+  }
+  for (const auto& [n, card] : model_text) out += card + "\n";
+  for (const auto& fd : devs) out += fd.type->spice_line(fd) + "\n";
+  const Options& o = fn.options;
+  out += fmt::format(".options reltol={:.15g} abstol={:.15g} vntol={:.15g} chgtol={:.15g} trtol={:.15g} gmin={:.15g} "
+                     "itl1={} itl4={} method={} maxord={}\n",
+                     o.reltol, o.abstol, o.vntol, o.chgtol, o.trtol, o.gmin, o.itl1, o.itl4,
+                     o.method == Integration::Gear2 ? "gear" : "trap",
+                     o.method == Integration::BackwardEuler ? 1 : o.maxord);
+  if (!fn.ics.empty()) {
+    out += ".ic";
+    for (const auto& [node, v] : fn.ics) out += fmt::format(" v({})={:.15g}", fn.node_names[node.v], v);
+    out += "\n";
+  }
+  for (const auto& a : fn.analyses) {
+    switch (a.kind) {
+      case AnalysisSpec::Kind::Op: out += ".op\n"; break;
+      case AnalysisSpec::Kind::Dc:
+        out += ".dc";
+        for (const auto& s : a.sweeps) {
+          std::string key = "v";
+          for (const auto& fd : fn.devices) if (fd.name == s.source) key = fd.type->key;
+          out += fmt::format(" {} {:.15g} {:.15g} {:.15g}", spice_instance_name(key, s.source), s.start, s.stop, s.step);
+        }
+        out += "\n";
+        break;
+      case AnalysisSpec::Kind::Tran:
+        out += fmt::format(".tran {:.15g} {:.15g} {:.15g}", a.tstep, a.tstop, a.tstart);
+        if (a.tmax > 0) out += fmt::format(" {:.15g}", a.tmax);
+        if (a.uic) out += " uic";
+        out += "\n";
+        break;
+      case AnalysisSpec::Kind::Ac:
+        out += fmt::format(".ac {} {} {:.15g} {:.15g}\n", a.variation, a.points, a.fstart, a.fstop);
+        break;
+    }
+  }
+  out += ".end\n";
+  return out;
+}
+
+Status export_spice(const FlatNetlist& fn, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}'", path));
+    f << spice_deck(fn);
+    if (!f.good()) {
+      std::remove(tmp.c_str());
+      return Status::fail(ErrorKind::Other, fmt::format("error writing '{}'", path));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, ec.message()));
+  }
+  return {};
+}
+
+}  // namespace anasim

@@ -1,1 +1,182 @@
-// placeholder
+// Newton-Raphson and operating-point strategy (see newton.hpp).
+#include "engine/newton.hpp"
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace anasim {
+
+NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
+  const int n = c.n();
+  A_.assign(c.nnz() + 1, 0.0);
+  b_.assign(n + 1, 0.0);
+  x_.assign(n + 1, 0.0);
+  xnew_.assign(n + 1, 0.0);
+  lu_.analyze(n, c.Ap().data(), c.Ai().data());
+  ctx_.A = A_.data();
+  ctx_.b = b_.data();
+  ctx_.x = x_.data();
+  ctx_.gmin = opt.gmin;
+}
+
+void NewtonSolver::load() {
+  std::fill(A_.begin(), A_.end(), 0.0);
+  std::fill(b_.begin(), b_.end(), 0.0);
+  ctx_.x = x_.data();
+  ctx_.A = A_.data();
+  ctx_.b = b_.data();
+  for (const auto& d : c_.devices()) d->load(ctx_);
+  if (gdiag_ > 0) {
+    const auto& diag = c_.diag();
+    for (int u = 0; u < c_.n(); ++u)
+      if (c_.unknowns()[u].is_node) A_[diag[u]] += gdiag_;
+  }
+  if (ctx_.mode == LoadContext::Mode::Dc) {
+    for (const auto& [u, v] : forced_) {
+      A_[c_.diag()[u.v]] += 1e10;
+      b_[u.v] += 1e10 * v * ctx_.srcfact;
+    }
+  }
+}
+
+bool NewtonSolver::factor_and_solve(std::string& err) {
+  const int nnz = c_.nnz();
+  // A linear system whose values did not change keeps its LU (e.g. fixed-step transient of a linear circuit).
+  bool same = lu_.factored() && A_factored_.size() == static_cast<size_t>(nnz) &&
+              std::memcmp(A_factored_.data(), A_.data(), sizeof(double) * nnz) == 0;
+  if (!same) {
+    if (!lu_.factor(A_.data())) {
+      int col = lu_.singular_unknown();
+      err = fmt::format("singular matrix at {}", c_.describe(col));
+      // Name the devices connected to that unknown.
+      A_factored_.clear();
+      return false;
+    }
+    A_factored_.assign(A_.begin(), A_.begin() + nnz);
+  } else {
+    ++reused_;
+  }
+  std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
+  lu_.solve(xnew_.data());
+  xnew_[c_.n()] = 0.0;
+  return true;
+}
+
+Status NewtonSolver::nonconvergence_error(const char* what) const {
+  // Rank unknowns by how far their last update was from the tolerance.
+  std::vector<std::pair<double, int>> worst;
+  for (int u = 0; u < c_.n(); ++u) {
+    double tol = opt_.reltol * std::fabs(x_[u]) + (c_.unknowns()[u].is_node ? opt_.vntol : opt_.abstol);
+    double r = last_dx_.empty() ? 0.0 : std::fabs(last_dx_[u]) / tol;
+    if (!std::isfinite(x_[u])) r = std::numeric_limits<double>::infinity();
+    worst.emplace_back(r, u);
+  }
+  std::sort(worst.rbegin(), worst.rend());
+  std::string names;
+  for (size_t k = 0; k < worst.size() && k < 3; ++k) {
+    if (!names.empty()) names += ", ";
+    names += c_.describe(worst[k].second);
+  }
+  return Status::numerical(fmt::format("{}; unknowns furthest from convergence: {}", what, names));
+}
+
+Status NewtonSolver::newton(int max_iter, bool init_junctions) {
+  const int n = c_.n();
+  last_dx_.assign(n, 0.0);
+  double prev_norm = std::numeric_limits<double>::infinity();
+  for (int iter = 1; iter <= max_iter; ++iter) {
+    ++iterations_;
+    ctx_.noncon = false;
+    ctx_.init_junctions = init_junctions && iter == 1;
+    load();
+    std::string err;
+    if (!factor_and_solve(err)) return Status::numerical(err);
+    double norm = 0.0;
+    for (int u = 0; u < n; ++u) {
+      if (!std::isfinite(xnew_[u]))
+        return Status::numerical(fmt::format("solution is not finite at {} (overflow)", c_.describe(u)));
+    }
+    if (!c_.nonlinear()) {
+      std::swap(x_, xnew_);
+      ctx_.x = x_.data();
+      return {};
+    }
+    bool converged = !ctx_.noncon && iter > 1;
+    for (int u = 0; u < n; ++u) {
+      double dx = xnew_[u] - x_[u];
+      last_dx_[u] = dx;
+      double tol = opt_.reltol * std::max(std::fabs(xnew_[u]), std::fabs(x_[u])) +
+                   (c_.unknowns()[u].is_node ? opt_.vntol : opt_.abstol);
+      if (std::fabs(dx) > tol) converged = false;
+      norm = std::max(norm, std::fabs(dx) / tol);
+    }
+    // Damping: once plain Newton has had a fair number of tries, halve steps that grow.
+    if (!converged && iter > max_iter / 4 && norm > prev_norm) {
+      for (int u = 0; u < n; ++u) xnew_[u] = x_[u] + 0.5 * (xnew_[u] - x_[u]);
+    }
+    prev_norm = norm;
+    std::swap(x_, xnew_);
+    ctx_.x = x_.data();
+    if (converged) return {};
+  }
+  return nonconvergence_error(fmt::format("Newton iteration did not converge in {} iterations", max_iter).c_str());
+}
+
+Status NewtonSolver::operating_point() {
+  ctx_.mode = LoadContext::Mode::Dc;
+  ctx_.srcfact = 1.0;
+  gdiag_ = 0.0;
+  std::vector<double> x0 = x_;
+  Status st = newton(opt_.itl1, true);
+  if (st || !c_.nonlinear()) return st;
+  if (st.errors[0].message.rfind("singular", 0) == 0 && !c_.nonlinear()) return st;
+
+  // gmin stepping: a conductance from every node to ground, reduced by decades.
+  x_ = x0;
+  bool ok = true;
+  for (gdiag_ = 1e-2; gdiag_ > opt_.gmin * 0.999; gdiag_ /= 10) {
+    if (!newton(opt_.itl1, gdiag_ == 1e-2)) { ok = false; break; }
+  }
+  gdiag_ = 0.0;
+  if (ok && newton(opt_.itl1, false)) return {};
+
+  // Source stepping: ramp all independent sources from 0 to their values, adapting the step.
+  x_ = x0;
+  std::fill(x_.begin(), x_.end(), 0.0);
+  double f = 0.0, step = 0.1;
+  ctx_.srcfact = 0.0;
+  Status s0 = newton(opt_.itl1, true);
+  if (!s0) { ctx_.srcfact = 1.0; return st; }
+  std::vector<double> good = x_;
+  while (f < 1.0) {
+    double next = std::min(1.0, f + step);
+    ctx_.srcfact = next;
+    if (newton(opt_.itl1, false)) {
+      f = next;
+      good = x_;
+      step = std::min(step * 2, 0.25);
+    } else {
+      x_ = good;
+      step /= 4;
+      if (step < 1e-6) break;
+    }
+  }
+  ctx_.srcfact = 1.0;
+  ctx_.x = x_.data();
+  if (f >= 1.0) return {};
+  Status fail = nonconvergence_error(
+      "operating point not found: Newton, gmin stepping and source stepping all failed");
+  return fail;
+}
+
+SolverStats NewtonSolver::stats() const {
+  SolverStats s;
+  s.newton_iterations = iterations_;
+  s.factorizations = lu_.factorizations();
+  s.refactorizations = lu_.refactorizations();
+  s.solves = lu_.solves();
+  return s;
+}
+
+}  // namespace anasim

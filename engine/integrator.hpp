@@ -1,0 +1,39 @@
+// Numerical integration of device states (charges [C], fluxes [Wb]) for transient analysis:
+// backward Euler, trapezoidal and variable-step Gear-2 (BDF2) companion coefficients, state history,
+// and the SPICE charge-based local-truncation-error step estimate.
+#pragma once
+#include <vector>
+#include "engine/device.hpp"
+#include "engine/elaborate.hpp"
+
+namespace anasim {
+
+class Integrator {
+ public:
+  explicit Integrator(int n_states);
+
+  // Coefficients for a step of size h [s] at the given order (1 = BE, 2 = trap/Gear2).
+  // Writes ctx.ag0 and ctx.hist and points ctx.q at the state vector being solved.
+  void prepare(LoadContext& ctx, Integration method, int order, double h);
+  // After Newton converged: stores dq/dt of every state for the trapezoidal history.
+  void finish(const LoadContext& ctx);
+  // Largest step [s] the LTE of the just-solved step allows (SPICE CKTterr); +inf if no states or
+  // not enough history.
+  double lte_step(const Options& opt, Integration method, int order) const;
+  // Accepts the solved step: shifts the history.
+  void accept();
+  // Initialises history from the states written by a DC load (or init_uic): q1 = q0, dq/dt = 0.
+  void start_from_dc(const LoadContext& ctx);
+  std::vector<double>& q0() { return q_[0]; }
+
+ private:
+  int n_;
+  std::vector<double> q_[4];   // q_[0] current step, q_[1] last accepted, q_[2], q_[3] older
+  std::vector<double> i_[2];   // dq/dt at q_[0] and q_[1] [A or V]
+  std::vector<double> hist_;   // companion history term per state
+  double h_[4] = {0, 0, 0, 0}; // step sizes: h_[0] current, h_[1] previous, ...
+  int valid_ = 1;              // number of valid history points in q_[1..]
+  double ag0_ = 0;
+};
+
+}  // namespace anasim

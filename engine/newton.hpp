@@ -1,0 +1,56 @@
+// Numerical core shared by all analyses: assembly of the MNA system from device stamps, KLU factorisation
+// with reuse, Newton-Raphson with SPICE convergence tests and damping, and the operating-point strategy
+// (plain Newton, then gmin stepping, then source stepping).
+#pragma once
+#include <string>
+#include <vector>
+#include "engine/circuit.hpp"
+#include "engine/results.hpp"
+#include "engine/sparse_lu.hpp"
+
+namespace anasim {
+
+class NewtonSolver {
+ public:
+  NewtonSolver(Circuit& c, const Options& opt);
+
+  // Solution vector, size n + 1 (entry n is ground and always 0).
+  std::vector<double>& x() { return x_; }
+  LoadContext& ctx() { return ctx_; }
+  Circuit& circuit() { return c_; }
+  const Options& options() const { return opt_; }
+
+  // Node voltages forced during a DC solve with a 1e10 S conductance (SPICE .ic / nodeset semantics).
+  void set_forced(std::vector<std::pair<UnknownIndex, double>> f) { forced_ = std::move(f); }
+
+  // Newton iteration from the current x() with the current ctx() settings (mode, time, srcfact, states).
+  // A circuit without nonlinear devices is solved with one linear solve. Returns a numerical error naming
+  // the worst nodes on non-convergence, or the nodes/devices involved on a singular matrix.
+  Status newton(int max_iter, bool init_junctions);
+
+  // DC operating point (ctx mode Dc): Newton, then gmin stepping, then source stepping.
+  Status operating_point();
+
+  // Stamps all devices at x() into A/b without solving (used by AC to linearise at the operating point).
+  void load();
+
+  SolverStats stats() const;
+  long newton_iterations() const { return iterations_; }
+
+ private:
+  bool factor_and_solve(std::string& err);
+  Status nonconvergence_error(const char* what) const;
+
+  Circuit& c_;
+  Options opt_;
+  SparseLU<double> lu_;
+  std::vector<double> A_, b_, x_, xnew_, A_factored_;
+  LoadContext ctx_;
+  double gdiag_ = 0.0;  // [S] gmin-stepping conductance from every node to ground
+  std::vector<std::pair<UnknownIndex, double>> forced_;
+  long iterations_ = 0;
+  long reused_ = 0;
+  std::vector<double> last_dx_;  // for error reports
+};
+
+}  // namespace anasim

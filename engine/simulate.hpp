@@ -1,0 +1,16 @@
+// Top-level entry points: parse -> elaborate -> build -> run every analysis.
+#pragma once
+#include <string>
+#include "engine/circuit.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/results.hpp"
+
+namespace anasim {
+
+// Runs every analysis of an elaborated netlist on a freshly built circuit.
+Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out);
+
+// Parses the file (extension picks the format), elaborates and simulates it.
+Status simulate_file(const std::string& path, const DeviceCatalog& catalog, RunResults& out);
+
+}  // namespace anasim
