@@ -1,1 +1,360 @@
+// Tests for engine/output_csv.cpp and engine/output_hdf5.cpp: write a small RunResults, read it back.
 #include <doctest/doctest.h>
+#include <H5Cpp.h>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <unistd.h>
+#include "engine/output.hpp"
+
+using namespace anasim;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// A fresh, empty scratch directory under a per-process root; the root is removed when the program exits.
+fs::path scratch(const std::string& name) {
+  struct Root {
+    fs::path dir = fs::temp_directory_path() / ("anasim_test_output_" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static Root root;
+  fs::path d = root.dir / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+RunResults sample() {
+  RunResults r;
+  r.title = "rc divider";
+  r.netlist = "tests/rc.cir";
+  r.unknowns = 3;
+
+  AnalysisResult op;
+  op.kind = op.group = "op";
+  op.signals = {{"v(in)", "V", {1.0}, {}}, {"v(out)", "V", {0.5}, {}}, {"i(v1)", "A", {-5e-4}, {}}};
+  op.stats.newton_iterations = 3;
+  op.stats.factorizations = 1;
+  op.stats.refactorizations = 2;
+  op.stats.solves = 3;
+  op.stats.timepoints = 1;
+  op.stats.seconds = 1.5e-4;
+  r.analyses.push_back(op);
+
+  AnalysisResult dc;
+  dc.kind = dc.group = "dc";
+  dc.sweep_name = "v1";
+  dc.sweep_unit = "V";
+  dc.sweep = {0.0, 0.5, 1.0, 0.0, 0.5, 1.0};
+  dc.sweep2_name = "i1";
+  dc.sweep2 = {0.0, 0.0, 0.0, 1e-3, 1e-3, 1e-3};
+  std::vector<double> out;
+  for (size_t k = 0; k < dc.sweep.size(); ++k) out.push_back(0.5 * dc.sweep[k] + 500.0 * dc.sweep2[k]);
+  dc.signals = {{"v(out)", "V", out, {}}};
+  dc.stats.timepoints = 6;
+  r.analyses.push_back(dc);
+
+  AnalysisResult tran;
+  tran.kind = tran.group = "tran";
+  tran.sweep_name = "time";
+  tran.sweep_unit = "s";
+  tran.sweep = {0.0, 1e-6, 2e-6, 3e-6};
+  std::vector<double> vt;
+  for (double t : tran.sweep) vt.push_back(1.0 - std::exp(-t / 1e-6));
+  tran.signals = {{"v(out)", "V", vt, {}}, {"i(x1.v#branch/odd)", "A", {0.1, 0.2, 0.3, 0.4}, {}}};
+  tran.stats.rejected = 2;
+  tran.stats.timepoints = 4;
+  r.analyses.push_back(tran);
+
+  AnalysisResult tran2 = tran;
+  tran2.group = "tran2";
+  tran2.sweep = {0.0, 1.0};
+  tran2.signals = {{"v(out)", "V", {7.0, 8.0}, {}}};
+  r.analyses.push_back(tran2);
+
+  AnalysisResult ac;
+  ac.kind = ac.group = "ac";
+  ac.sweep_name = "frequency";
+  ac.sweep_unit = "Hz";
+  ac.sweep = {1.0, 10.0, 100.0};
+  ac.signals = {{"v(out)", "V", {1.0, 0.0, -1.0}, {0.0, -2.0, 1.0}},
+                {"i(v1)", "A", {3.0, -1e-3, 0.0}, {4.0, 0.0, 0.0}}};
+  r.analyses.push_back(ac);
+  return r;
+}
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::istringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+double num(const std::string& s) { return std::stod(s); }
+
+std::vector<double> read_dataset(const H5::Group& g, const std::string& name) {
+  H5::DataSet d = g.openDataSet(name);
+  hsize_t n = 0;
+  d.getSpace().getSimpleExtentDims(&n);
+  std::vector<double> x(n);
+  if (n) d.read(x.data(), H5::PredType::NATIVE_DOUBLE);
+  return x;
+}
+
+template <class Obj>
+std::string read_str_attr(const Obj& o, const std::string& name) {
+  H5::Attribute a = o.openAttribute(name);
+  std::string s;
+  a.read(a.getStrType(), s);
+  return s;
+}
+
+template <class Obj>
+std::int64_t read_int_attr(const Obj& o, const std::string& name) {
+  std::int64_t v = 0;
+  o.openAttribute(name).read(H5::PredType::NATIVE_INT64, &v);
+  return v;
+}
+
+bool has_tmp(const fs::path& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".tmp") return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("output: csv files per analysis") {
+  const fs::path dir = scratch("csv") / "nested" / "out";  // does not exist yet
+  const RunResults r = sample();
+  Status s = write_csv(r, dir.string());
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  for (const char* f : {"op.csv", "dc.csv", "tran.csv", "tran2.csv", "ac.csv"}) CHECK(fs::exists(dir / f));
+  CHECK_FALSE(has_tmp(dir));
+
+  SUBCASE("op: header row and one data row, no sweep column") {
+    auto t = read_csv(dir / "op.csv");
+    REQUIRE(t.size() == 2);
+    CHECK(t[0] == std::vector<std::string>{"v(in)", "v(out)", "i(v1)"});
+    REQUIRE(t[1].size() == 3);
+    CHECK(num(t[1][0]) == 1.0);
+    CHECK(num(t[1][1]) == 0.5);
+    CHECK(t[1][2] == "-0.0005");
+  }
+  SUBCASE("nested dc: inner and outer sweep columns") {
+    auto t = read_csv(dir / "dc.csv");
+    REQUIRE(t.size() == 7);
+    CHECK(t[0] == std::vector<std::string>{"v1", "i1", "v(out)"});
+    for (size_t k = 1; k < t.size(); ++k) {
+      REQUIRE(t[k].size() == 3);
+      CHECK(num(t[k][0]) == r.analyses[1].sweep[k - 1]);
+      CHECK(num(t[k][1]) == r.analyses[1].sweep2[k - 1]);
+      CHECK(num(t[k][2]) == doctest::Approx(r.analyses[1].signals[0].re[k - 1]).epsilon(1e-12));
+    }
+  }
+  SUBCASE("tran: time column, 12 significant digits") {
+    auto t = read_csv(dir / "tran.csv");
+    REQUIRE(t.size() == 5);
+    CHECK(t[0] == std::vector<std::string>{"time", "v(out)", "i(x1.v#branch/odd)"});
+    CHECK(t[2][0] == "1e-06");
+    CHECK(t[2][1] == "0.632120558829");  // 1 - exp(-1) to 12 digits
+    CHECK(num(t[4][2]) == 0.4);
+    auto t2 = read_csv(dir / "tran2.csv");
+    REQUIRE(t2.size() == 3);
+    CHECK(t2[2] == std::vector<std::string>{"1", "8"});
+  }
+  SUBCASE("ac: magnitude and phase in degrees") {
+    auto t = read_csv(dir / "ac.csv");
+    REQUIRE(t.size() == 4);
+    CHECK(t[0] == std::vector<std::string>{"frequency", "vm(out)", "vp(out)", "im(v1)", "ip(v1)"});
+    CHECK(num(t[1][1]) == 1.0);
+    CHECK(num(t[1][2]) == 0.0);
+    CHECK(num(t[2][1]) == 2.0);
+    CHECK(num(t[2][2]) == doctest::Approx(-90.0));
+    CHECK(num(t[3][1]) == doctest::Approx(std::sqrt(2.0)));
+    CHECK(num(t[3][2]) == doctest::Approx(135.0));
+    CHECK(num(t[1][3]) == doctest::Approx(5.0));
+    CHECK(num(t[1][4]) == doctest::Approx(std::atan2(4.0, 3.0) * 180.0 / kPi));
+    CHECK(num(t[2][4]) == doctest::Approx(180.0));
+  }
+}
+
+TEST_CASE("output: csv overwrites existing files") {
+  const fs::path dir = scratch("csv_overwrite");
+  RunResults r = sample();
+  REQUIRE(write_csv(r, dir.string()).ok());
+  r.analyses[0].signals[1].re[0] = 0.25;
+  REQUIRE(write_csv(r, dir.string()).ok());
+  auto t = read_csv(dir / "op.csv");
+  REQUIRE(t.size() == 2);
+  CHECK(num(t[1][1]) == 0.25);
+  CHECK_FALSE(has_tmp(dir));
+}
+
+TEST_CASE("output: csv failures are reported and leave no temporary file") {
+  const fs::path base = scratch("csv_fail");
+  const RunResults r = sample();
+
+  SUBCASE("directory cannot be created") {
+    std::ofstream(base / "plainfile") << "x";
+    Status s = write_csv(r, (base / "plainfile" / "out").string());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.errors[0].kind == ErrorKind::Other);
+    CHECK(s.to_string().find("plainfile") != std::string::npos);
+    CHECK_FALSE(fs::exists(base / "plainfile" / "out"));
+  }
+  SUBCASE("rename onto a directory fails") {
+    fs::create_directories(base / "dc.csv" / "sub");
+    Status s = write_csv(r, base.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.errors[0].kind == ErrorKind::Other);
+    CHECK(s.to_string().find("dc.csv") != std::string::npos);
+    CHECK_FALSE(has_tmp(base));
+    CHECK_FALSE(fs::exists(base / "tran.csv"));  // stops at the first failure
+  }
+  SUBCASE("inconsistent column lengths") {
+    RunResults bad = r;
+    bad.analyses[2].signals[0].re.pop_back();
+    Status s = write_csv(bad, base.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.to_string().find("tran.csv") != std::string::npos);
+    CHECK_FALSE(fs::exists(base / "tran.csv"));
+    CHECK_FALSE(has_tmp(base));
+  }
+}
+
+TEST_CASE("output: hdf5 groups, datasets and attributes") {
+  const fs::path dir = scratch("hdf5");
+  const fs::path file = dir / "run.h5";
+  const RunResults r = sample();
+  Status s = write_hdf5(r, file.string());
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  CHECK(fs::exists(file));
+  CHECK_FALSE(has_tmp(dir));
+
+  H5::H5File h(file.string(), H5F_ACC_RDONLY);
+  CHECK(read_str_attr(h, "title") == "rc divider");
+  CHECK(read_str_attr(h, "netlist") == "tests/rc.cir");
+  CHECK(read_int_attr(h, "unknowns") == 3);
+  CHECK(h.getNumObjs() == 5);
+
+  SUBCASE("op") {
+    H5::Group g = h.openGroup("op");
+    CHECK(read_str_attr(g, "kind") == "op");
+    CHECK(read_int_attr(g, "newton_iterations") == 3);
+    CHECK(read_int_attr(g, "factorizations") == 1);
+    CHECK(read_int_attr(g, "refactorizations") == 2);
+    CHECK(read_int_attr(g, "solves") == 3);
+    CHECK(read_int_attr(g, "timepoints") == 1);
+    CHECK(read_int_attr(g, "rejected") == 0);
+    double sec = 0;
+    g.openAttribute("seconds").read(H5::PredType::NATIVE_DOUBLE, &sec);
+    CHECK(sec == 1.5e-4);
+    CHECK(g.getNumObjs() == 3);
+    CHECK(read_dataset(g, "v(out)") == std::vector<double>{0.5});
+    CHECK(read_dataset(g, "i(v1)") == std::vector<double>{-5e-4});
+    CHECK(read_str_attr(g.openDataSet("i(v1)"), "unit") == "A");
+    CHECK(read_str_attr(g.openDataSet("v(in)"), "unit") == "V");
+    // Links are kept in creation order.
+    auto by_creation = [&g](hsize_t i) {
+      char buf[64] = {0};
+      H5Lget_name_by_idx(g.getId(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, buf, sizeof buf, H5P_DEFAULT);
+      return std::string(buf);
+    };
+    CHECK(by_creation(0) == "v(in)");
+    CHECK(by_creation(2) == "i(v1)");
+  }
+  SUBCASE("nested dc") {
+    H5::Group g = h.openGroup("dc");
+    CHECK(read_str_attr(g, "kind") == "dc");
+    CHECK(read_str_attr(g, "sweep") == "v1");
+    CHECK(read_str_attr(g, "sweep2") == "i1");
+    CHECK(read_dataset(g, "v1") == r.analyses[1].sweep);
+    CHECK(read_dataset(g, "i1") == r.analyses[1].sweep2);
+    CHECK(read_str_attr(g.openDataSet("v1"), "unit") == "V");
+    CHECK(read_str_attr(g.openDataSet("i1"), "unit") == "A");
+    CHECK(read_dataset(g, "v(out)") == r.analyses[1].signals[0].re);
+    CHECK(read_int_attr(g, "timepoints") == 6);
+  }
+  SUBCASE("tran: '/' in a name becomes '|'") {
+    H5::Group g = h.openGroup("tran");
+    CHECK(read_dataset(g, "time") == r.analyses[2].sweep);
+    CHECK(read_str_attr(g.openDataSet("time"), "unit") == "s");
+    CHECK(read_dataset(g, "v(out)") == r.analyses[2].signals[0].re);
+    CHECK(read_dataset(g, "i(x1.v#branch|odd)") == r.analyses[2].signals[1].re);
+    CHECK(read_int_attr(g, "rejected") == 2);
+    CHECK(read_dataset(h.openGroup("tran2"), "v(out)") == std::vector<double>{7.0, 8.0});
+  }
+  SUBCASE("ac: magnitude and phase datasets") {
+    H5::Group g = h.openGroup("ac");
+    CHECK(read_str_attr(g, "kind") == "ac");
+    CHECK(read_dataset(g, "frequency") == r.analyses[4].sweep);
+    CHECK(read_str_attr(g.openDataSet("frequency"), "unit") == "Hz");
+    auto vm = read_dataset(g, "vm(out)");
+    auto vp = read_dataset(g, "vp(out)");
+    REQUIRE(vm.size() == 3);
+    REQUIRE(vp.size() == 3);
+    CHECK(vm[1] == doctest::Approx(2.0));
+    CHECK(vp[1] == doctest::Approx(-90.0));
+    CHECK(vm[2] == doctest::Approx(std::sqrt(2.0)));
+    CHECK(vp[2] == doctest::Approx(135.0));
+    CHECK(read_dataset(g, "im(v1)")[0] == doctest::Approx(5.0));
+    CHECK(read_dataset(g, "ip(v1)")[1] == doctest::Approx(180.0));
+    CHECK(read_str_attr(g.openDataSet("vm(out)"), "unit") == "V");
+    CHECK(read_str_attr(g.openDataSet("vp(out)"), "unit") == "deg");
+    CHECK(read_str_attr(g.openDataSet("im(v1)"), "unit") == "A");
+    CHECK_FALSE(g.nameExists("v(out)"));
+  }
+}
+
+TEST_CASE("output: hdf5 failures are reported and leave nothing behind") {
+  const fs::path base = scratch("hdf5_fail");
+  const RunResults r = sample();
+
+  SUBCASE("unwritable path") {
+    std::ofstream(base / "plainfile") << "x";
+    const fs::path file = base / "plainfile" / "run.h5";
+    Status s = write_hdf5(r, file.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.errors[0].kind == ErrorKind::Other);
+    CHECK(s.to_string().find("run.h5") != std::string::npos);
+    CHECK_FALSE(has_tmp(base));
+  }
+  SUBCASE("duplicate group name") {
+    RunResults bad = r;
+    bad.analyses[3].group = "tran";
+    const fs::path file = base / "dup.h5";
+    Status s = write_hdf5(bad, file.string());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.to_string().find("dup.h5") != std::string::npos);
+    CHECK_FALSE(fs::exists(file));
+    CHECK_FALSE(has_tmp(base));
+  }
+  SUBCASE("existing file is kept when the new write fails") {
+    const fs::path file = base / "keep.h5";
+    REQUIRE(write_hdf5(r, file.string()).ok());
+    const auto size = fs::file_size(file);
+    RunResults bad = r;
+    bad.analyses[3].group = "tran";
+    CHECK_FALSE(write_hdf5(bad, file.string()).ok());
+    CHECK(fs::file_size(file) == size);
+    H5::H5File h(file.string(), H5F_ACC_RDONLY);
+    CHECK(h.nameExists("tran2"));
+    CHECK_FALSE(has_tmp(base));
+  }
+}
