@@ -185,7 +185,8 @@ class Diode : public Device {
     return vnew;
   }
 
-  // Breakdown voltage adjusted so that the current at -bvt equals ibv (ngspice diotemp.c).
+  // Breakdown voltage adjusted so that the current at -bvt equals ibv (ngspice 39 diotemp.c). The
+  // breakdown emission coefficient NBV defaults to N there, so the exponentials use vte_ = N * vt.
   void breakdown(double bv, double ibv) {
     double cbv = ibv;
     if (cbv < is_ * bv / kVt) {
@@ -193,10 +194,10 @@ class Diode : public Device {
       return;
     }
     const double tol = 1e-3 * cbv;
-    double xbv = bv - kVt * std::log(1 + cbv / is_);
+    double xbv = bv - vte_ * std::log(1 + cbv / is_);
     for (int it = 0; it < 25; ++it) {
-      xbv = bv - kVt * std::log(cbv / is_ + 1 - xbv / kVt);
-      const double xcbv = is_ * (std::exp((bv - xbv) / kVt) - 1 + xbv / kVt);
+      xbv = bv - vte_ * std::log(cbv / is_ + 1 - xbv / kVt);
+      const double xcbv = is_ * (std::exp((bv - xbv) / vte_) - 1 + xbv / kVt);
       if (std::fabs(xcbv - cbv) <= tol) break;
     }
     bvt_ = xbv;

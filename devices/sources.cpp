@@ -1,6 +1,6 @@
 // Independent voltage (V) and current (I) sources: DC value, AC magnitude/phase, and a PULSE/SIN/EXP/PWL
-// time function. As in ngspice, DC analyses use `dc` when given and otherwise the time function at t = 0;
-// transient uses the time function when there is one. All values are scaled by ctx.srcfact.
+// time function. As in ngspice, .op/.dc/.ac use `dc` when given and otherwise the time function at t = 0;
+// transient (its initial operating point included) uses the time function when there is one. All values are scaled by ctx.srcfact.
 #include <cmath>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
@@ -47,7 +47,7 @@ class SourceValue {
   double value(const LoadContext& ctx) const {
     double v;
     if (wave_.kind == Waveform::Kind::None) v = dc_;
-    else if (!ctx.transient() && dc_given_) v = dc_;
+    else if (!ctx.transient() && dc_given_ && ctx.tran_stop == 0) v = dc_;  // .op/.dc/.ac bias, not a .tran start
     else v = wave_.value(ctx.transient() ? ctx.time : 0.0, ctx.tran_step, ctx.tran_stop);
     return v * ctx.srcfact;
   }

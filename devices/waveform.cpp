@@ -1,5 +1,5 @@
 // Source waveforms (see waveform.hpp). Defaults follow ngspice 39: PULSE tr/tf = tstep, pw/per = tstop;
-// SIN freq = 1/tstop; EXP tau1 = tstep, td2 = td1 + tstep, tau2 = tstep.
+// SIN freq = 1/tstop; EXP td1 = tau1 = tstep, td2 = td1 + tstep, tau2 = tstep (a zero counts as not given).
 #include "devices/waveform.hpp"
 #include <cmath>
 #include <limits>
@@ -50,7 +50,7 @@ double Waveform::value(double t, double tstep, double tstop) const {
       return vo + va * std::exp(-tt * theta) * std::sin(2 * M_PI * freq * tt + phase);
     }
     case Kind::Exp: {
-      const double v1 = p[0], v2 = p[1], td1 = arg(p, 2, 0.0), tau1 = nz(arg(p, 3, 0.0), tstep);
+      const double v1 = p[0], v2 = p[1], td1 = nz(arg(p, 2, 0.0), tstep), tau1 = nz(arg(p, 3, 0.0), tstep);
       const double td2 = nz(arg(p, 4, 0.0), td1 + tstep), tau2 = nz(arg(p, 5, 0.0), tstep);
       double v = v1;
       if (t > td1) v += (v2 - v1) * (1 - std::exp(-(t - td1) / tau1));
@@ -84,7 +84,7 @@ double Waveform::next_breakpoint(double t, double tstep, double tstop) const {
       return kInfT;
     }
     case Kind::Exp: {
-      const double td1 = arg(p, 2, 0.0), td2 = nz(arg(p, 4, 0.0), td1 + tstep);
+      const double td1 = nz(arg(p, 2, 0.0), tstep), td2 = nz(arg(p, 4, 0.0), td1 + tstep);
       if (td1 > t) return td1;
       if (td2 > t) return td2;
       return kInfT;

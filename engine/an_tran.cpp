@@ -56,68 +56,95 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   };
   record(0.0);
 
+  // Step control follows ngspice 39's DCtran: breakpoints closer than min_break after t are dropped; at a
+  // breakpoint the order drops to 1 and the step to 0.1 x min(step before the cut, distance to the next
+  // breakpoint); the very first step is cut by another 10 and skips the LTE check; the order rises to 2
+  // only when the order-2 LTE estimate allows a step > 1.05 x the current one.
+  const double min_break = 10 * hmin;
   auto next_break = [&](double t) {
     double bp = tstop;
-    for (const auto& d : c.devices()) bp = std::min(bp, d->next_breakpoint(t * (1 + 1e-12) + 1e-300));
+    if (a.uic && a.tstep > t + min_break) bp = std::min(bp, a.tstep);  // ngspice: limits current ringing
+    for (const auto& d : c.devices()) bp = std::min(bp, d->next_breakpoint(t + min_break));
     return bp;
   };
 
   double t = 0.0;
   double delta = std::min(tstop / 100, a.tstep) / 10;
+  double save_delta = tstop / 50;  // [s] the step before it was last cut to land on a breakpoint
   int order = 1;
   const int maxorder = opt.method == Integration::BackwardEuler ? 1 : opt.maxord;
   std::vector<double> x_acc = s.x();
   double bp = next_break(0.0);
+  bool at_break = true;  // t is a breakpoint (t = 0 counts as one)
+  bool first = true;
   long accepted = 0, rejected = 0;
-  while (t < tstop * (1 - 1e-12)) {
-    bool at_break = false;
-    if (t + delta >= bp * (1 - 1e-12)) {
-      delta = bp - t;
-      at_break = true;
-    } else if (t + 1.5 * delta > bp) {
-      delta = 0.5 * (bp - t);  // avoid leaving a sliver before the breakpoint
-    }
-    ctx.mode = LoadContext::Mode::Tran;
-    ctx.time = t + delta;
-    integ.prepare(ctx, opt.method, order, delta);
-    Status st = s.newton(opt.itl4, false);
-    if (!st) {
-      if (st.errors[0].message.rfind("singular", 0) == 0) return st;
-      s.x() = x_acc;
-      s.ctx().x = s.x().data();
-      delta /= 8;
+  while (tstop - t >= min_break) {
+    delta = std::min(delta, tmax);
+    if (at_break) {
       order = 1;
-      ++rejected;
-      if (delta < hmin) {
-        st.errors[0].message = fmt::format("timestep too small at time {:.6g} s: {}", t, st.errors[0].message);
-        return st;
-      }
-      continue;
+      delta = std::min(delta, 0.1 * std::min(save_delta, bp - t));
+      if (first) delta /= 10;
     }
-    integ.finish(ctx);
-    double newdelta = integ.lte_step(opt, opt.method, order);
-    if (newdelta < 0.9 * delta && delta > hmin) {
+    bool hits_break = false;
+    if (t + delta > bp) {
+      save_delta = delta;
+      delta = bp - t;
+      hits_break = true;
+    }
+    for (;;) {
+      ctx.mode = LoadContext::Mode::Tran;
+      ctx.time = hits_break ? bp : t + delta;  // land on the breakpoint bit-exactly
+      integ.prepare(ctx, opt.method, order, delta);
+      Status st = s.newton(opt.itl4, false);
+      double newdelta = delta;
+      bool ok = st.ok();
+      if (!ok) {
+        if (st.errors[0].message.rfind("singular", 0) == 0) return st;
+        newdelta = delta / 8;
+        order = 1;
+      } else if (!first) {
+        integ.finish(ctx);
+        newdelta = std::min(2 * delta, integ.lte_step(opt, opt.method, order));
+        if (newdelta > 0.9 * delta) {
+          if (order == 1 && maxorder > 1) {
+            order = 2;
+            newdelta = std::min(2 * delta, integ.lte_step(opt, opt.method, 2));
+            if (newdelta <= 1.05 * delta) order = 1;
+          }
+        } else {
+          ok = false;
+        }
+      } else {
+        integ.finish(ctx);
+      }
+      if (ok) {
+        t = hits_break ? bp : t + delta;
+        delta = newdelta;
+        break;
+      }
+      // Rejected (no convergence, or truncation error too large): retry from t with a smaller step.
       s.x() = x_acc;
       s.ctx().x = s.x().data();
-      delta = std::max(newdelta, hmin);
       ++rejected;
-      continue;
+      hits_break = false;
+      const double olddelta = delta;
+      delta = newdelta;
+      if (delta <= hmin) {
+        if (olddelta > hmin) {
+          delta = hmin;
+        } else {
+          return Status::numerical(fmt::format("timestep too small at time {:.6g} s{}", t,
+                                               st.ok() ? "" : ": " + st.errors[0].message));
+        }
+      }
     }
-    t += delta;
+    first = false;
     ++accepted;
     integ.accept();
     x_acc = s.x();
     record(t);
-    if (at_break) {
-      bp = next_break(t);
-      order = 1;
-      delta = std::min({newdelta, 2 * delta, tmax, 0.1 * (bp - t)});
-      if (delta <= 0) delta = tmax;
-    } else {
-      order = maxorder;
-      delta = std::min({newdelta, 2 * delta, tmax});
-    }
-    delta = std::max(delta, hmin);
+    at_break = t >= bp;
+    if (at_break) bp = next_break(t);
   }
   res.stats = s.stats();
   res.stats.timepoints = accepted;

@@ -152,7 +152,8 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     const auto& fd = fn.devices[k];
     if (!fd.control.empty() && b.branch_of(fd.control).is_ground())
       return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor "
-                                       "in this circuit", fd.type->long_name, fd.name, fd.control), fd.loc);
+                                       "in this circuit", fd.type->long_name, fd.name, fd.control),
+                           fd.control_loc.valid() ? fd.control_loc : fd.loc);
   }
   b.compile();
 

@@ -43,13 +43,19 @@ class Elaborator {
     ModelScope ms{&pn_.models, nullptr};
     std::map<std::string, std::string> ports;  // top level: identity
     if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
+    if (out_.devices.empty()) {
+      SourceLoc whole;  // the file as a whole
+      whole.file = pn_.file;
+      return Status::input("the netlist defines no devices", whole);
+    }
     for (auto& fd : out_.devices) {
       if (fd.control.empty()) continue;
       auto it = names_.find(fd.control);
       const FlatDevice* c = it == names_.end() ? nullptr : &out_.devices[it->second];
       if (!c || (c->type->key != "v" && c->type->key != "l"))
         return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor",
-                                         fd.type->long_name, fd.name, fd.control), fd.loc);
+                                         fd.type->long_name, fd.name, fd.control),
+                             fd.control_loc.valid() ? fd.control_loc : fd.loc);
       fd.control_key = c->type->key;
     }
     if (Status st = analyses(); !st) return st;
@@ -97,7 +103,10 @@ class Elaborator {
       else if (a.name == "gmin") st = positive(o.gmin);
       else if (a.name == "itl1") { double d = 0; st = positive(d); o.itl1 = static_cast<int>(d); }
       else if (a.name == "itl4") { double d = 0; st = positive(d); o.itl4 = static_cast<int>(d); }
-      else if (a.name == "maxord") { o.maxord = static_cast<int>(v); }
+      else if (a.name == "maxord") {
+        if (v != 1 && v != 2) st = Status::input(fmt::format("option maxord must be 1 or 2, got {}", v), a.loc);
+        else o.maxord = static_cast<int>(v);
+      }
       else if (a.name == "klu") { o.klu = v != 0; }
       else if (a.name == "itl2" || a.name == "itl3" || a.name == "itl5" || a.name == "temp" || a.name == "tnom" ||
                a.name == "noacct" || a.name == "nopage" || a.name == "post" || a.name == "acct" || a.name == "sparse" ||
@@ -199,6 +208,7 @@ class Elaborator {
           return Status::input(fmt::format("{} '{}' needs a controlling voltage source", type->long_name, inst.name),
                                inst.loc);
         fd.control = prefix + inst.model;
+        fd.control_loc = inst.model_loc;
       }
       if (!type->model_type.empty()) {
         fd.model = default_params(type->model_params);
@@ -240,6 +250,7 @@ class Elaborator {
       an.kind = a.kind;
       an.loc = a.loc;
       const double nan = std::nan("");
+      auto at = [&](const ValueExpr& e) { return e.loc.valid() ? e.loc : a.loc; };  // the offending value
       switch (a.kind) {
         case AnalysisSpec::Kind::Op: break;
         case AnalysisSpec::Kind::Dc:
@@ -272,10 +283,10 @@ class Elaborator {
           an.uic = a.uic;
           if (!(an.tstep > 0) || !(an.tstop > 0))
             return Status::input(fmt::format(".tran needs tstep > 0 and tstop > 0, got {} and {}", an.tstep, an.tstop),
-                                 a.loc);
+                                 at(!(an.tstep > 0) ? a.tstep : a.tstop));
           if (an.tstart < 0 || an.tstart >= an.tstop)
-            return Status::input(fmt::format(".tran tstart {} must lie in [0, tstop)", an.tstart), a.loc);
-          if (an.tmax < 0) return Status::input(".tran tmax must be >= 0", a.loc);
+            return Status::input(fmt::format(".tran tstart {} must lie in [0, tstop)", an.tstart), at(a.tstart));
+          if (an.tmax < 0) return Status::input(".tran tmax must be >= 0", at(a.tmax));
           break;
         case AnalysisSpec::Kind::Ac: {
           an.variation = a.variation;
@@ -285,13 +296,15 @@ class Elaborator {
           if (Status st = eval(a.fstop, nan, an.fstop, a.loc, "fstop"); !st) return st;
           if (an.variation != "dec" && an.variation != "oct" && an.variation != "lin")
             return Status::input(fmt::format(".ac variation '{}' must be dec, oct or lin", an.variation), a.loc);
-          if (!(pts >= 1) || pts > 1e7) return Status::input(".ac needs at least 1 point", a.loc);
+          if (!(pts >= 1) || pts > 1e7)
+            return Status::input(fmt::format(".ac needs 1 to 10 million points, got {}", pts), at(a.points));
           an.points = static_cast<int>(pts);
           if (!(an.fstart > 0) && an.variation != "lin")
             return Status::input(fmt::format(".ac fstart must be > 0 for {} sweeps, got {}", an.variation, an.fstart),
-                                 a.loc);
+                                 at(a.fstart));
           if (an.fstart < 0 || an.fstop < an.fstart)
-            return Status::input(fmt::format(".ac needs 0 <= fstart <= fstop, got {} and {}", an.fstart, an.fstop), a.loc);
+            return Status::input(fmt::format(".ac needs 0 <= fstart <= fstop, got {} and {}", an.fstart, an.fstop),
+                                 at(an.fstart < 0 ? a.fstart : a.fstop));
           break;
         }
       }

@@ -21,6 +21,7 @@ struct FlatDevice {
   std::string model_name;                // flattened model name, for export
   std::string control;                   // flattened controlling-source name (F/H)
   std::string control_key;               // type key of the controlling device ("v" or "l")
+  SourceLoc control_loc;                 // where the controlling-source name is written (F/H)
   SourceLoc loc;
 };
 

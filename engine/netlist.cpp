@@ -1,1 +1,94 @@
-// placeholder
+// Helpers shared by the SPICE and YAML netlist parsers, and the reader chosen by file extension.
+#include "engine/netlist.hpp"
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <fmt/format.h>
+#include "engine/parse.hpp"
+
+namespace anasim {
+
+std::string to_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_ground_name(const std::string& node) {
+  if (node == "0") return true;
+  return node.size() == 3 && to_lower(node) == "gnd";
+}
+
+bool is_yaml_path(const std::string& path) {
+  std::string ext = to_lower(std::filesystem::path(path).extension().string());
+  return ext == ".yaml" || ext == ".yml";
+}
+
+Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out) {
+  out = ParsedNetlist{};
+  std::string text, why;
+  if (!detail::read_text_file(path, text, why))
+    return Status::input(fmt::format("cannot open netlist '{}': {}", path, why));
+  SourceLoc whole;  // the file as a whole (no line)
+  whole.file = path;
+  if (text.find('\0') != std::string::npos)
+    return Status::input(fmt::format("'{}' is not a text netlist (it contains NUL bytes)", path), whole);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    return Status::input(fmt::format("netlist '{}' is empty", path), whole);
+  return is_yaml_path(path) ? parse_yaml_string(text, path, cat, out) : parse_spice_string(text, path, cat, out);
+}
+
+namespace detail {
+
+bool read_text_file(const std::string& path, std::string& text, std::string& why) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    why = std::strerror(EISDIR);
+    return false;
+  }
+  errno = 0;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    why = std::strerror(errno ? errno : ENOENT);
+    return false;
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) {
+    why = std::strerror(errno ? errno : EIO);
+    return false;
+  }
+  text = ss.str();
+  return true;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t i = 0, n = text.size();
+  if (n >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;
+  std::string cur;
+  for (; i < n; ++i) {
+    char c = text[i];
+    if (c == '\n' || c == '\r') {
+      lines.push_back(cur);
+      cur.clear();
+      if (c == '\r' && i + 1 < n && text[i + 1] == '\n') ++i;
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) lines.push_back(cur);
+  return lines;
+}
+
+std::string resolve_include(const std::string& including_file, const std::string& name) {
+  std::filesystem::path p(name);
+  if (p.is_absolute()) return name;
+  std::filesystem::path dir = std::filesystem::path(including_file).parent_path();
+  return dir.empty() ? name : (dir / p).string();
+}
+
+}  // namespace detail
+}  // namespace anasim

@@ -17,6 +17,8 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   ctx_.A = A_.data();
   ctx_.b = b_.data();
   ctx_.x = x_.data();
+  q_dc_.assign(c.n_states(), 0.0);
+  ctx_.q = q_dc_.data();
   ctx_.gmin = opt.gmin;
 }
 
@@ -100,6 +102,9 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
     if (!c_.nonlinear()) {
       std::swap(x_, xnew_);
       ctx_.x = x_.data();
+      // The load above recorded device states (charges, fluxes) at the starting iterate; re-evaluate them
+      // at the solution, or the integrator's history is one step stale (trapezoidal then diverges).
+      if (c_.n_states() > 0) load();
       return {};
     }
     bool converged = !ctx_.noncon && iter > 1;

@@ -45,6 +45,7 @@ class NewtonSolver {
   Options opt_;
   SparseLU<double> lu_;
   std::vector<double> A_, b_, x_, xnew_, A_factored_;
+  std::vector<double> q_dc_;  // size n_states: state storage for DC loads (tran points ctx.q elsewhere)
   LoadContext ctx_;
   double gdiag_ = 0.0;  // [S] gmin-stepping conductance from every node to ground
   std::vector<std::pair<UnknownIndex, double>> forced_;

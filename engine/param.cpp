@@ -1,1 +1,128 @@
-// placeholder
+// Parameter tables: defaults, name look-up and evaluation of parsed assignments with range checks.
+#include "engine/param.hpp"
+#include <cmath>
+#include <fmt/format.h>
+
+namespace anasim {
+
+int ParamValues::index_of(const std::string& name) const {
+  if (!table) return -1;
+  std::string n = to_lower(name);
+  for (size_t i = 0; i < table->size(); ++i) {
+    const ParamSpec& s = (*table)[i];
+    if (n == s.name || (s.alias && n == s.alias)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+ParamValues default_params(const ParamTable& table) {
+  ParamValues pv;
+  pv.table = &table;
+  size_t n = table.size();
+  pv.value.resize(n);
+  for (size_t i = 0; i < n; ++i) pv.value[i] = table[i].def;
+  pv.list.assign(n, {});
+  pv.given.assign(n, 0);
+  pv.loc.assign(n, SourceLoc{});
+  return pv;
+}
+
+namespace {
+
+std::string unit_suffix(const ParamSpec& s) {
+  return (s.unit && *s.unit) ? fmt::format(" {}", s.unit) : std::string();
+}
+
+// "" if v is inside the spec's range, else the violated bound ("> 0 ohm", "<= 1").
+std::string range_violation(const ParamSpec& s, double v) {
+  if (s.min_exclusive ? !(v > s.min) : !(v >= s.min)) {
+    if (std::isfinite(s.max))
+      return fmt::format("{} {}{} and <= {}{}", s.min_exclusive ? ">" : ">=", s.min, unit_suffix(s), s.max,
+                         unit_suffix(s));
+    return fmt::format("{} {}{}", s.min_exclusive ? ">" : ">=", s.min, unit_suffix(s));
+  }
+  if (!(v <= s.max)) {
+    if (std::isfinite(s.min))
+      return fmt::format("{} {}{} and <= {}{}", s.min_exclusive ? ">" : ">=", s.min, unit_suffix(s), s.max,
+                         unit_suffix(s));
+    return fmt::format("<= {}{}", s.max, unit_suffix(s));
+  }
+  return {};
+}
+
+std::string known_names(const ParamTable& t) {
+  std::string s;
+  for (const ParamSpec& p : t) {
+    if (!s.empty()) s += ", ";
+    s += p.name;
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+}  // namespace
+
+Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
+                     const std::string& what) {
+  Status st;
+  if (!pv.table) return Status::fail(ErrorKind::Other, "assign_params: parameter values have no table");
+  const ParamTable& table = *pv.table;
+  for (const ParamAssign& a : assigns) {
+    int i = pv.index_of(a.name);
+    if (i < 0) {
+      st.merge(Status::input(
+          fmt::format("unknown parameter '{}' for {}; expected one of: {}", a.name, what, known_names(table)), a.loc));
+      continue;
+    }
+    const ParamSpec& spec = table[i];
+    if (pv.given[i])
+      st.warnings.push_back(fmt::format("{}parameter {} of {} given more than once; the last value is used",
+                                        a.loc.valid() ? fmt::format("{}:{}: ", a.loc.file, a.loc.line) : "",
+                                        spec.name, what));
+    if (spec.kind == ParamKind::List) {
+      std::vector<double> vals;
+      bool ok = true;
+      for (const ValueExpr& e : a.values) {
+        double v = 0;
+        Status es = evaluate_expr(e.text, e.loc, scope, v);
+        if (!es) {
+          for (Diag& d : es.errors) d.message += fmt::format(" (in parameter {} of {})", spec.name, what);
+          st.merge(es);
+          ok = false;
+          break;
+        }
+        vals.push_back(v);
+      }
+      if (!ok) continue;
+      pv.list[i] = std::move(vals);
+      pv.given[i] = 1;
+      pv.loc[i] = a.loc;
+      continue;
+    }
+    if (a.values.size() != 1) {
+      SourceLoc l = a.values.size() > 1 ? a.values[1].loc : a.loc;
+      st.merge(Status::input(fmt::format("parameter {} of {} takes a single value, got {}", spec.name, what,
+                                         a.values.size()),
+                             l));
+      continue;
+    }
+    const ValueExpr& e = a.values[0];
+    double v = 0;
+    Status es = evaluate_expr(e.text, e.loc, scope, v);
+    if (!es) {
+      for (Diag& d : es.errors) d.message += fmt::format(" (in parameter {} of {})", spec.name, what);
+      st.merge(es);
+      continue;
+    }
+    std::string bad = range_violation(spec, v);
+    if (!bad.empty()) {
+      st.merge(Status::input(fmt::format("parameter {} of {} must be {}, got {}", spec.name, what, bad, v), e.loc));
+      continue;
+    }
+    pv.value[i] = v;
+    pv.given[i] = 1;
+    pv.loc[i] = a.loc;
+  }
+  return st;
+}
+
+}  // namespace anasim

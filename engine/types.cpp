@@ -5,6 +5,7 @@
 namespace anasim {
 
 std::string Diag::to_string() const {
+  if (!loc.valid() && !loc.file.empty()) return fmt::format("{}: error: {}", loc.file, message);  // whole file
   if (!loc.valid()) return fmt::format("error: {}", message);
   std::string s = fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.col, message);
   if (!loc.text.empty()) {

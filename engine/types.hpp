@@ -44,7 +44,8 @@ struct Diag {
   ErrorKind kind = ErrorKind::Input;
   std::string message;
   SourceLoc loc;
-  // "file:line:col: error: message\n  <line>\n  ^" (or just "error: message" without a location).
+  // "file:line:col: error: message\n  <line>\n  ^"; "file: error: message" when only the file is known;
+  // "error: message" without a location.
   std::string to_string() const;
 };
 

@@ -1,0 +1,46 @@
+// Netlist readers: SPICE decks and YAML netlists, both producing a ParsedNetlist (see netlist.hpp and
+// NETLIST_FORMAT.md). Every parsed object keeps its SourceLoc; errors are located Status values.
+#pragma once
+#include <string>
+#include <vector>
+#include "engine/device.hpp"
+#include "engine/netlist.hpp"
+
+namespace anasim {
+
+// Reads a SPICE deck (first line is the title). `out` is reset first.
+Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out);
+// Reads a YAML netlist. `out` is reset first.
+Status parse_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out);
+// Picks the reader by extension: .yaml / .yml -> YAML, anything else (.cir .sp .spice .net .ckt .deck ...) -> SPICE.
+Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out);
+
+// Same as above on in-memory text; `pseudo_name` is used in locations and to resolve relative includes.
+Status parse_spice_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                          ParsedNetlist& out);
+Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                         ParsedNetlist& out);
+
+// True if the path names a YAML netlist (.yaml / .yml, case-insensitive).
+bool is_yaml_path(const std::string& path);
+
+namespace detail {
+
+constexpr int kMaxIncludeDepth = 16;  // nesting limit for .include / include:
+
+// Reads a whole file. On failure returns false and sets `why` to strerror(errno).
+bool read_text_file(const std::string& path, std::string& text, std::string& why);
+// Splits text into lines without their line terminators (\n, \r\n or \r); strips a UTF-8 BOM.
+std::vector<std::string> split_lines(const std::string& text);
+// Resolves an include path relative to the directory of the including file (absolute paths unchanged).
+std::string resolve_include(const std::string& including_file, const std::string& name);
+
+// Appends an included file to `out` (SPICE: no title line; YAML: its sections are merged). `depth` is the
+// nesting depth of the included file; `at` locates the include directive for open/recursion errors.
+Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,
+                     const SourceLoc& at);
+Status include_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,
+                    const SourceLoc& at);
+
+}  // namespace detail
+}  // namespace anasim
