@@ -31,13 +31,23 @@ int report(const Status& st) {
   return exit_code(st);
 }
 
-Status load(const std::string& file, FlatNetlist& fn) {
-  ParsedNetlist pn;
-  if (Status st = parse_netlist(file, builtin_catalog(), pn); !st) return st;
-  return elaborate(pn, builtin_catalog(), fn);
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void print_summary(const RunResults& r, double seconds) {
+// Parses and elaborates; phase times [s] go to *t_parse and *t_elab when given.
+Status load(const std::string& file, FlatNetlist& fn, double* t_parse = nullptr, double* t_elab = nullptr) {
+  auto t0 = std::chrono::steady_clock::now();
+  ParsedNetlist pn;
+  if (Status st = parse_netlist(file, builtin_catalog(), pn); !st) return st;
+  if (t_parse) *t_parse = since(t0);
+  t0 = std::chrono::steady_clock::now();
+  Status st = elaborate(pn, builtin_catalog(), fn);
+  if (t_elab) *t_elab = since(t0);
+  return st;
+}
+
+void print_summary(const RunResults& r, double seconds, double t_parse, double t_elab, double t_sim, double t_out) {
   fmt::print("anasim: {}\n", r.title.empty() ? r.netlist : r.title);
   fmt::print("  netlist   {}\n  unknowns  {}\n", r.netlist, r.unknowns);
   fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}\n", "analysis", "points", "newton", "factor", "refactor",
@@ -46,20 +56,25 @@ void print_summary(const RunResults& r, double seconds) {
     fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10.4f}\n", a.group, a.stats.timepoints,
                a.stats.newton_iterations, a.stats.factorizations, a.stats.refactorizations, a.stats.rejected,
                a.stats.seconds);
-  fmt::print("  total time {:.4f} s\n", seconds);
+  fmt::print("  time      parse {:.4f} s, elaborate {:.4f} s, build+analyses {:.4f} s, output {:.4f} s, total {:.4f} s\n",
+             t_parse, t_elab, t_sim, t_out, seconds);
 }
 
 int cmd_run(const std::string& file, const std::string& h5, const std::string& csv) {
   auto t0 = std::chrono::steady_clock::now();
   FlatNetlist fn;
-  if (Status st = load(file, fn); !st) return report(st);
+  double t_parse = 0, t_elab = 0;
+  if (Status st = load(file, fn, &t_parse, &t_elab); !st) return report(st);
+  auto t1 = std::chrono::steady_clock::now();
   RunResults r;
   if (Status st = simulate(fn, builtin_catalog(), r); !st) return report(st);
+  const double t_sim = since(t1);
+  t1 = std::chrono::steady_clock::now();
   if (!h5.empty())
     if (Status st = write_hdf5(r, h5); !st) return report(st);
   if (!csv.empty())
     if (Status st = write_csv(r, csv); !st) return report(st);
-  print_summary(r, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  print_summary(r, since(t0), t_parse, t_elab, t_sim, since(t1));
   return 0;
 }
 

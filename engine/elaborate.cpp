@@ -3,6 +3,7 @@
 #include "engine/elaborate.hpp"
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -41,6 +42,9 @@ class Elaborator {
     for (const auto& s : pn_.subckts) subckts_[s.name] = &s;
     if (Status st = options(); !st) return st;
     ModelScope ms{&pn_.models, nullptr};
+    out_.devices.reserve(pn_.devices.size());
+    names_.reserve(2 * pn_.devices.size());
+    node_ids_.reserve(2 * pn_.devices.size());
     std::map<std::string, std::string> ports;  // top level: identity
     if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
     if (out_.devices.empty()) {
@@ -318,8 +322,8 @@ class Elaborator {
   FlatNetlist& out_;
   Scope top_;
   std::map<std::string, const SubcktDef*> subckts_;
-  std::map<std::string, int> node_ids_;
-  std::map<std::string, size_t> names_;
+  std::unordered_map<std::string, int> node_ids_;
+  std::unordered_map<std::string, size_t> names_;
 };
 
 }  // namespace

@@ -98,8 +98,9 @@ class Reader {
     loc.file = path_;
     loc.line = mark_line_;
     loc.col = static_cast<int>(m - start) + 1;
-    loc.text = data_.substr(start, std::min<size_t>(end - start, 200));
-    if (!loc.text.empty() && loc.text.back() == '\r') loc.text.pop_back();
+    std::string text = data_.substr(start, std::min<size_t>(end - start, 200));
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    loc.text = std::move(text);
     return Status::input(fmt::format("raw file: {}", msg), loc);
   }
 

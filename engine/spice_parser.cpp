@@ -14,8 +14,9 @@ constexpr int kMaxErrors = 20;
 
 // A source file kept alive for the duration of the parse (SourceLoc::text copies its lines).
 struct SrcFile {
-  std::string path;
+  SharedText path;
   std::vector<std::string> lines;  // original text, without line terminators
+  std::vector<SharedText> shared;  // the same lines, shared by every SourceLoc pointing into them
 };
 
 // One logical line: physical lines joined at '+' continuations, comments removed. Every character
@@ -164,7 +165,12 @@ class SpiceParser {
     l.file = f.path;
     l.line = line;
     l.col = col;
-    if (line >= 1 && line <= static_cast<int>(f.lines.size())) l.text = f.lines[line - 1];
+    if (line >= 1 && line <= static_cast<int>(f.lines.size())) {
+      auto& sh = const_cast<SrcFile&>(f).shared;
+      if (sh.empty()) sh.resize(f.lines.size());
+      if (sh[line - 1].empty() && !f.lines[line - 1].empty()) sh[line - 1] = SharedText(f.lines[line - 1]);
+      l.text = sh[line - 1];
+    }
     return l;
   }
   static SourceLoc at(const LLine& L, size_t off) {

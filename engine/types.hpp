@@ -1,9 +1,11 @@
 // Basic vocabulary of the engine: typed indices, source locations and status values.
 // Engine and device code report failures as values (Status / Diag); only the CLI throws or exits.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 #include <cstdint>
+#include <fmt/format.h>
 
 namespace anasim {
 
@@ -27,12 +29,40 @@ struct UnknownIndex {
   friend constexpr bool operator!=(UnknownIndex a, UnknownIndex b) { return a.v != b.v; }
 };
 
+// An immutable string shared by reference: copying a SourceLoc copies two pointers, not two strings
+// (netlists of 10^5 devices carry ~10 locations per device).
+class SharedText {
+ public:
+  SharedText() = default;
+  SharedText(std::string s) : p_(std::make_shared<const std::string>(std::move(s))) {}
+  SharedText(const char* s) : SharedText(std::string(s)) {}
+  const std::string& str() const { return p_ ? *p_ : empty_str(); }
+  operator const std::string&() const { return str(); }
+  bool empty() const { return str().empty(); }
+  size_t size() const { return str().size(); }
+  char operator[](size_t i) const { return str()[i]; }
+  std::string substr(size_t pos, size_t n = std::string::npos) const { return str().substr(pos, n); }
+  friend bool operator==(const SharedText& a, const SharedText& b) { return a.p_ == b.p_ || a.str() == b.str(); }
+  friend bool operator!=(const SharedText& a, const SharedText& b) { return !(a == b); }
+  friend bool operator==(const SharedText& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const std::string& a, const SharedText& b) { return a == b.str(); }
+  friend bool operator==(const SharedText& a, const char* b) { return a.str() == b; }
+  friend std::string operator+(const SharedText& a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(const std::string& a, const SharedText& b) { return a + b.str(); }
+ private:
+  static const std::string& empty_str() {
+    static const std::string e;
+    return e;
+  }
+  std::shared_ptr<const std::string> p_;
+};
+
 // Where a parsed object came from. line/col are 1-based; line 0 = no location (built programmatically).
 struct SourceLoc {
-  std::string file;       // path as given on the command line / include
+  SharedText file;        // path as given on the command line / include
   int line = 0;
   int col = 0;
-  std::string text;       // the whole source line, for the caret display
+  SharedText text;        // the whole source line, for the caret display
   bool valid() const { return line > 0; }
 };
 
@@ -71,3 +101,11 @@ struct Status {
 };
 
 }  // namespace anasim
+
+template <>
+struct fmt::formatter<anasim::SharedText> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(const anasim::SharedText& t, Ctx& ctx) const {
+    return fmt::formatter<std::string_view>::format(std::string_view(t.str()), ctx);
+  }
+};

@@ -13,8 +13,15 @@ namespace {
 constexpr int kMaxErrors = 20;
 
 struct SrcFile {
-  std::string path;
+  SharedText path;
   std::vector<std::string> lines;
+  std::vector<SharedText> shared;  // lines shared by the SourceLocs pointing into them (filled lazily)
+  const SharedText& line(size_t i) const {
+    auto& sh = const_cast<SrcFile*>(this)->shared;
+    if (sh.size() != lines.size()) sh.resize(lines.size());
+    if (sh[i].empty() && !lines[i].empty()) sh[i] = SharedText(lines[i]);
+    return sh[i];
+  }
 };
 
 struct Entry {
@@ -90,8 +97,8 @@ class YamlParser {
       SourceLoc l = mark_loc(e.mark);
       std::string msg = fmt::format("YAML syntax error: {}", e.msg.empty() ? std::string(e.what()) : e.msg);
       // yaml-cpp does not name the usual cause of a syntax error: a tab in the indentation.
-      size_t indent_end = l.text.find_first_not_of(" \t");
-      size_t tab = l.text.find('\t');
+      size_t indent_end = l.text.str().find_first_not_of(" \t");
+      size_t tab = l.text.str().find('\t');
       if (l.valid() && tab != std::string::npos && tab < indent_end) {
         l.col = static_cast<int>(tab) + 1;
         msg += " (tabs are not allowed in YAML indentation; indent with spaces)";
@@ -138,7 +145,7 @@ class YamlParser {
 
   SourceLoc file_loc() const {
     SourceLoc l;
-    l.file = file_ ? file_->path : std::string();
+    l.file = file_ ? file_->path : SharedText();
     return l;
   }
   SourceLoc mark_loc(const YAML::Mark& m) const {
@@ -146,7 +153,7 @@ class YamlParser {
     if (m.is_null() || m.line < 0) return l;
     l.line = m.line + 1;
     l.col = m.column + 1;
-    if (file_ && m.line < static_cast<int>(file_->lines.size())) l.text = file_->lines[m.line];
+    if (file_ && m.line < static_cast<int>(file_->lines.size())) l.text = file_->line(m.line);
     return l;
   }
   // Location of a node; `fallback` if the node has no position (missing keys).
