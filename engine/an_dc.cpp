@@ -30,7 +30,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   for (const auto& fd : fn.devices)
     if (fd.name == a.sweeps[0].source && fd.type->key == "i") res.sweep_unit = "A";
   if (outer) res.sweep2_name = a.sweeps[1].source;
-  for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {}, {}});
+  Recorder rec(c, out, res);
   Status st;
   for (double vo : ov) {
     if (outer) outer->set_dc(vo);
@@ -43,7 +43,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
       }
       res.sweep.push_back(vi);
       if (outer) res.sweep2.push_back(vo);
-      for (size_t k = 0; k < out.size(); ++k) res.signals[k].re.push_back(s.x()[out[k]]);
+      rec.record(s.x().data(), 0.0);
     }
     if (!st) break;
   }

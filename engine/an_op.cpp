@@ -23,6 +23,27 @@ Status select_outputs(const Circuit& c, const std::vector<std::string>& outputs,
   return {};
 }
 
+Recorder::Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult& res, bool with_probes)
+    : c_(c), out_(out), res_(res) {
+  for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {}, {}});
+  if (!with_probes) return;
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const auto& d : c.devices()) {
+    size_t before = names.size();
+    d->probes(names);
+    if (names.size() > before) probing_.push_back(d.get());
+  }
+  for (auto& [n, unit] : names) res.signals.push_back({n, unit, {}, {}});
+}
+
+void Recorder::record(const double* x, double t) {
+  size_t k = 0;
+  for (; k < out_.size(); ++k) res_.signals[k].re.push_back(x[out_[k]]);
+  buf_.clear();
+  for (const Device* d : probing_) d->probe_values(x, t, buf_);
+  for (double v : buf_) res_.signals[k++].re.push_back(v);
+}
+
 std::vector<std::pair<UnknownIndex, double>> forced_ics(const Circuit& c, const FlatNetlist& fn) {
   std::vector<std::pair<UnknownIndex, double>> f;
   for (const auto& [node, v] : fn.ics) f.emplace_back(c.node_unknown(node), v);
@@ -35,7 +56,8 @@ Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis&, const std::vec
   Status st = s.operating_point();
   if (!st) return st;
   res.kind = "op";
-  for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {s.x()[u]}, {}});
+  Recorder rec(c, out, res);
+  rec.record(s.x().data(), 0.0);
   res.stats = s.stats();
   res.stats.timepoints = 1;
   res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -19,7 +19,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   res.kind = "tran";
   res.sweep_name = "time";
   res.sweep_unit = "s";
-  for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {}, {}});
+  Recorder rec(c, out, res);
 
   const double tstop = a.tstop;
   const double tmax = a.tmax > 0 ? std::min(a.tmax, tstop / 50) : std::min(a.tstep, (tstop - a.tstart) / 50);
@@ -52,7 +52,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   auto record = [&](double t) {
     if (t < a.tstart * (1 - 1e-12)) return;
     res.sweep.push_back(t);
-    for (size_t k = 0; k < out.size(); ++k) res.signals[k].re.push_back(s.x()[out[k]]);
+    rec.record(s.x().data(), t);
   };
   record(0.0);
 

@@ -120,6 +120,10 @@ class Device {
   // Independent sources: sets the DC value [V or A] for a DC sweep; false if not sweepable.
   virtual bool set_dc(double) { return false; }
   virtual double dc_value() const { return 0.0; }
+  // Derived output signals of the device (e.g. ADC codes): appends {name, unit} pairs, e.g. {"code(adc1)", ""}.
+  virtual void probes(std::vector<std::pair<std::string, std::string>>&) const {}
+  // Values of those signals at solution x (size n_unknowns + 1) and time t [s] (0 in DC), appended to out.
+  virtual void probe_values(const double* /*x*/, double /*t*/, std::vector<double>& /*out*/) const {}
 
  private:
   std::string name_;
@@ -138,6 +142,8 @@ class DeviceType {
   std::string model_type;           // SPICE .model type this device takes ("d"), empty if none
   bool needs_control = false;       // F/H: a controlling voltage-source name follows the nodes
   bool source_syntax = false;       // V/I: DC/AC/PULSE/... keyword syntax
+  bool variadic_pins = false;       // pin count depends on parameters (crossbar): parsers accept any count,
+                                    // `pins` lists the pin kinds for help, create() validates the count
   ParamTable params;                // instance parameters
   ParamTable model_params;          // .model parameters (if model_type set)
   // Builds the device; returns nullptr and fills st on a validation error (located at fd.loc).

@@ -187,7 +187,7 @@ class Elaborator {
       }
       const DeviceType* type = cat_.find(inst.type);
       if (!type) return Status::input(fmt::format("unknown device type '{}'", inst.type), inst.loc);
-      if (inst.nodes.size() != type->pins.size())
+      if (!type->variadic_pins && inst.nodes.size() != type->pins.size())
         return Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
                                          type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()), inst.loc);
       FlatDevice fd;

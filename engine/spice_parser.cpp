@@ -459,6 +459,9 @@ class SpiceParser {
 
   bool typed_device(const LLine& L, const Tokens& t, const DeviceType& type, DeviceInstance& d) {
     size_t i = 1;
+    if (type.variadic_pins)
+      return err(at(L, t[0]), fmt::format("{} '{}' has a parameter-dependent number of pins and is only available in "
+                                          "YAML netlists", type.long_name, tok_text(L, t[0])));
     size_t want = type.pins.size();
     for (size_t k = 0; k < want; ++k, ++i) {
       if (!is_word(t, i) || is_named(t, i)) {

@@ -551,7 +551,7 @@ class YamlParser {
     if (!e.value.IsSequence())
       return err(loc(e.value, kl), fmt::format("expected 'nodes' of {} to be {}, got {}", what, expect,
                                                node_kind(e.value)));
-    if (type && e.value.size() != type->pins.size())
+    if (type && !type->variadic_pins && e.value.size() != type->pins.size())
       return err(loc(e.value, kl), fmt::format("expected 'nodes' of {} to be {}, got {}", what, expect,
                                                e.value.size()));
     for (const YAML::Node& x : e.value) {
