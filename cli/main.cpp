@@ -2,10 +2,12 @@
 // Exit codes: 0 success, 2 bad input (parse or validation), 3 numerical failure, 1 anything else.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
+#include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/export_spice.hpp"
 #include "engine/output.hpp"
@@ -36,9 +38,9 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Parses and elaborates; phase times [s] go to *t_parse and *t_elab when given.
-Status load(const std::string& file, FlatNetlist& fn, double* t_parse = nullptr, double* t_elab = nullptr) {
+Status load(const std::string& file, ParsedNetlist& pn, FlatNetlist& fn, double* t_parse = nullptr,
+            double* t_elab = nullptr) {
   auto t0 = std::chrono::steady_clock::now();
-  ParsedNetlist pn;
   if (Status st = parse_netlist(file, builtin_catalog(), pn); !st) return st;
   if (t_parse) *t_parse = since(t0);
   t0 = std::chrono::steady_clock::now();
@@ -62,12 +64,14 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
 
 int cmd_run(const std::string& file, const std::string& h5, const std::string& csv) {
   auto t0 = std::chrono::steady_clock::now();
+  ParsedNetlist pn;
   FlatNetlist fn;
   double t_parse = 0, t_elab = 0;
-  if (Status st = load(file, fn, &t_parse, &t_elab); !st) return report(st);
+  if (Status st = load(file, pn, fn, &t_parse, &t_elab); !st) return report(st);
   auto t1 = std::chrono::steady_clock::now();
   RunResults r;
-  if (Status st = simulate(fn, builtin_catalog(), r); !st) return report(st);
+  std::unique_ptr<Circuit> circuit;
+  if (Status st = simulate(fn, builtin_catalog(), r, &circuit); !st) return report(st);
   const double t_sim = since(t1);
   t1 = std::chrono::steady_clock::now();
   if (!h5.empty())
@@ -75,12 +79,17 @@ int cmd_run(const std::string& file, const std::string& h5, const std::string& c
   if (!csv.empty())
     if (Status st = write_csv(r, csv); !st) return report(st);
   print_summary(r, since(t0), t_parse, t_elab, t_sim, since(t1));
-  return 0;
+  // Everything is written and closed; skip tearing down the netlist and results (10^5-device netlists
+  // take longer to free than to simulate) and let the OS reclaim the memory.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(0);
 }
 
 int cmd_export(const std::string& file, const std::string& out) {
+  ParsedNetlist pn;
   FlatNetlist fn;
-  if (Status st = load(file, fn); !st) return report(st);
+  if (Status st = load(file, pn, fn); !st) return report(st);
   if (Status st = export_spice(fn, out); !st) return report(st);
   fmt::print("wrote {}\n", out);
   return 0;
@@ -94,7 +103,7 @@ int cmd_devices() {
       fmt::print("  {}:\n", title);
       for (const auto& s : p) {
         std::string range = fmt::format("{}{}, {}]", s.min_exclusive ? "(" : "[", s.min, s.max);
-        std::string def = s.kind == ParamKind::List ? "list" : fmt::format("{}", s.def);
+        std::string def = s.kind == ParamKind::List ? "list" : s.kind == ParamKind::Text ? "text" : fmt::format("{}", s.def);
         fmt::print("    {:<9} {:<5} default {:<10} range {:<14} {}\n", s.name, s.unit, def, range, s.description);
       }
     };

@@ -65,34 +65,45 @@ class CircuitBuilder : public Allocator, public PatternBuilder {
   }
   Offset rhs(UnknownIndex u) const override { return u.v < 0 ? c_.n() : u.v; }
 
-  // Builds CSC arrays from the declared entries and writes offsets back into device slots.
+  // Builds CSC arrays from the declared entries and writes offsets back into device slots:
+  // bucket the entries by column, sort the (few) rows of each column, drop duplicates.
   void compile() {
     const int n = c_.n();
     std::vector<Offset> diag_slots(n);
     for (int i = 0; i < n; ++i) entries_.push_back({i, i, &diag_slots[i]});
-    // (col, row) pairs, unique
-    std::vector<std::pair<int, int>> cr;
-    cr.reserve(entries_.size());
+    std::vector<int> count(n + 1, 0);
     for (const auto& e : entries_)
-      if (e.row >= 0 && e.col >= 0) cr.emplace_back(e.col, e.row);
-    std::sort(cr.begin(), cr.end());
-    cr.erase(std::unique(cr.begin(), cr.end()), cr.end());
-    const int nnz = static_cast<int>(cr.size());
-    c_.Ap_.assign(n + 1, 0);
-    c_.Ai_.resize(nnz);
-    for (int k = 0; k < nnz; ++k) {
-      c_.Ap_[cr[k].first + 1]++;
-      c_.Ai_[k] = cr[k].second;
-    }
-    for (int j = 0; j < n; ++j) c_.Ap_[j + 1] += c_.Ap_[j];
-    for (const auto& e : entries_) {
-      if (e.row < 0 || e.col < 0) {
-        *e.slot = nnz;  // trash
-        continue;
+      if (e.row >= 0 && e.col >= 0) ++count[e.col + 1];
+    for (int j = 0; j < n; ++j) count[j + 1] += count[j];
+    std::vector<int> order(count[n]);  // entry indices bucketed by column
+    {
+      std::vector<int> next(count.begin(), count.end() - 1);
+      for (int k = 0; k < static_cast<int>(entries_.size()); ++k) {
+        const auto& e = entries_[k];
+        if (e.row >= 0 && e.col >= 0) order[next[e.col]++] = k;
+        else *e.slot = -1;  // patched to the trash offset below
       }
-      auto it = std::lower_bound(cr.begin(), cr.end(), std::make_pair(e.col, e.row));
-      *e.slot = static_cast<Offset>(it - cr.begin());
     }
+    c_.Ap_.assign(n + 1, 0);
+    c_.Ai_.clear();
+    c_.Ai_.reserve(order.size());
+    for (int j = 0; j < n; ++j) {
+      auto first = order.begin() + count[j], last = order.begin() + count[j + 1];
+      std::sort(first, last, [&](int a, int b) { return entries_[a].row < entries_[b].row; });
+      int prev_row = -1;
+      for (auto it = first; it != last; ++it) {
+        const auto& e = entries_[*it];
+        if (e.row != prev_row) {
+          c_.Ai_.push_back(e.row);
+          prev_row = e.row;
+        }
+        *e.slot = static_cast<Offset>(c_.Ai_.size()) - 1;
+      }
+      c_.Ap_[j + 1] = static_cast<int>(c_.Ai_.size());
+    }
+    const Offset trash = static_cast<Offset>(c_.Ai_.size());
+    for (const auto& e : entries_)
+      if (e.row < 0 || e.col < 0) *e.slot = trash;
     c_.diag_ = diag_slots;
   }
 

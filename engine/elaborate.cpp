@@ -126,8 +126,9 @@ class Elaborator {
     return {};
   }
 
+  // `name` is already mapped (map_node), so ground is spelled "0".
   NodeId node(const std::string& name) {
-    if (is_ground_name(name)) return NodeId(0);
+    if (name == "0") return NodeId(0);
     auto [it, inserted] = node_ids_.emplace(name, static_cast<int>(out_.node_names.size()));
     if (inserted) out_.node_names.push_back(name);
     return NodeId(it->second);
@@ -143,7 +144,7 @@ class Elaborator {
       return prefix + n;
     };
     for (const auto& inst : devs) {
-      const std::string full = prefix + inst.name;
+      const std::string full = prefix.empty() ? inst.name : prefix + inst.name;
       if (inst.type == "x") {
         auto it = subckts_.find(inst.model);
         if (it == subckts_.end())
@@ -194,12 +195,14 @@ class Elaborator {
       fd.name = full;
       fd.type = type;
       fd.loc = inst.loc;
+      fd.node_names.reserve(inst.nodes.size());
+      fd.nodes.reserve(inst.nodes.size());
       for (const auto& n : inst.nodes) {
         fd.node_names.push_back(map_node(n));
         fd.nodes.push_back(node(fd.node_names.back()));
       }
       fd.params = default_params(type->params);
-      if (Status st = assign_params(fd.params, inst.params, scope, fmt::format("{} '{}'", type->long_name, full)); !st)
+      if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
         return st;
       for (size_t i = 0; i < type->params.size(); ++i) {
         if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
@@ -218,16 +221,22 @@ class Elaborator {
         fd.model = default_params(type->model_params);
         if (!inst.model.empty()) {
           const ModelDef* md = models.find(inst.model);
-          if (!md)
-            return Status::input(fmt::format("undefined model '{}' for {} '{}'", inst.model, type->long_name, inst.name),
+          if (!md && type->builtin_model(inst.model, fd.model)) {
+            fd.model_name = inst.model;
+          } else if (!md) {
+            const auto parts = type->builtin_model_names();
+            return Status::input(fmt::format("undefined model '{}' for {} '{}'{}", inst.model, type->long_name, inst.name,
+                                             parts.empty() ? "" : fmt::format(" (built-in: {})", fmt::join(parts, ", "))),
                                  inst.model_loc.valid() ? inst.model_loc : inst.loc);
-          if (md->type != type->model_type)
+          } else if (md->type != type->model_type)
             return Status::input(fmt::format("model '{}' has type '{}', but {} '{}' needs a '{}' model", md->name,
                                              md->type, type->long_name, inst.name, type->model_type),
                                  inst.model_loc.valid() ? inst.model_loc : inst.loc);
-          if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
-          fd.model_name = md->name;
-        } else {
+          if (md) {
+            if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
+            fd.model_name = md->name;
+          }
+        } else if (!type->model_optional) {
           return Status::input(fmt::format("{} '{}' needs a model name", type->long_name, inst.name), inst.loc);
         }
       }

@@ -22,6 +22,7 @@ ParamValues default_params(const ParamTable& table) {
   pv.value.resize(n);
   for (size_t i = 0; i < n; ++i) pv.value[i] = table[i].def;
   pv.list.assign(n, {});
+  pv.text.assign(n, {});
   pv.given.assign(n, 0);
   pv.loc.assign(n, SourceLoc{});
   return pv;
@@ -61,8 +62,11 @@ std::string known_names(const ParamTable& t) {
 
 }  // namespace
 
-Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
-                     const std::string& what) {
+namespace {
+// `what` names the owner in messages; it is only called when a message is produced.
+template <class WhatFn>
+Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
+                          const WhatFn& what) {
   Status st;
   if (!pv.table) return Status::fail(ErrorKind::Other, "assign_params: parameter values have no table");
   const ParamTable& table = *pv.table;
@@ -70,14 +74,14 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
     int i = pv.index_of(a.name);
     if (i < 0) {
       st.merge(Status::input(
-          fmt::format("unknown parameter '{}' for {}; expected one of: {}", a.name, what, known_names(table)), a.loc));
+          fmt::format("unknown parameter '{}' for {}; expected one of: {}", a.name, what(), known_names(table)), a.loc));
       continue;
     }
     const ParamSpec& spec = table[i];
     if (pv.given[i])
       st.warnings.push_back(fmt::format("{}parameter {} of {} given more than once; the last value is used",
                                         a.loc.valid() ? fmt::format("{}:{}: ", a.loc.file, a.loc.line) : "",
-                                        spec.name, what));
+                                        spec.name, what()));
     if (spec.kind == ParamKind::List) {
       std::vector<double> vals;
       bool ok = true;
@@ -85,7 +89,7 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
         double v = 0;
         Status es = evaluate_expr(e.text, e.loc, scope, v);
         if (!es) {
-          for (Diag& d : es.errors) d.message += fmt::format(" (in parameter {} of {})", spec.name, what);
+          for (Diag& d : es.errors) d.message += fmt::format(" (in parameter {} of {})", spec.name, what());
           st.merge(es);
           ok = false;
           break;
@@ -98,9 +102,22 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
       pv.loc[i] = a.loc;
       continue;
     }
+    if (spec.kind == ParamKind::Text) {
+      if (a.values.size() != 1) {
+        st.merge(Status::input(fmt::format("parameter {} of {} takes one text value, got {}", spec.name, what(),
+                                           a.values.size()), a.loc));
+        continue;
+      }
+      std::string t = a.values[0].text;
+      if (t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
+      pv.text[i] = std::move(t);
+      pv.given[i] = 1;
+      pv.loc[i] = a.values[0].loc;
+      continue;
+    }
     if (a.values.size() != 1) {
       SourceLoc l = a.values.size() > 1 ? a.values[1].loc : a.loc;
-      st.merge(Status::input(fmt::format("parameter {} of {} takes a single value, got {}", spec.name, what,
+      st.merge(Status::input(fmt::format("parameter {} of {} takes a single value, got {}", spec.name, what(),
                                          a.values.size()),
                              l));
       continue;
@@ -109,13 +126,13 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
     double v = 0;
     Status es = evaluate_expr(e.text, e.loc, scope, v);
     if (!es) {
-      for (Diag& d : es.errors) d.message += fmt::format(" (in parameter {} of {})", spec.name, what);
+      for (Diag& d : es.errors) d.message += fmt::format(" (in parameter {} of {})", spec.name, what());
       st.merge(es);
       continue;
     }
     std::string bad = range_violation(spec, v);
     if (!bad.empty()) {
-      st.merge(Status::input(fmt::format("parameter {} of {} must be {}, got {}", spec.name, what, bad, v), e.loc));
+      st.merge(Status::input(fmt::format("parameter {} of {} must be {}, got {}", spec.name, what(), bad, v), e.loc));
       continue;
     }
     pv.value[i] = v;
@@ -123,6 +140,17 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
     pv.loc[i] = a.loc;
   }
   return st;
+}
+}  // namespace
+
+Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
+                     const std::string& what) {
+  return assign_params_impl(pv, assigns, scope, [&] { return what; });
+}
+
+Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
+                     const std::string& kind, const std::string& name) {
+  return assign_params_impl(pv, assigns, scope, [&] { return kind + " '" + name + "'"; });
 }
 
 }  // namespace anasim

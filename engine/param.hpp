@@ -9,7 +9,9 @@
 
 namespace anasim {
 
-enum class ParamKind { Real, List, Flag };
+// Real: one evaluated number; List: a list of numbers; Flag: 0/1 (a bare word on SPICE lines);
+// Text: the raw value text, quotes stripped, not evaluated (file names, dataset paths).
+enum class ParamKind { Real, List, Flag, Text };
 
 struct ParamSpec {
   const char* name;         // lower-case name as written in netlists
@@ -32,6 +34,7 @@ struct ParamValues {
   const ParamTable* table = nullptr;
   std::vector<double> value;               // size table->size(); default if not given
   std::vector<std::vector<double>> list;   // for List kind
+  std::vector<std::string> text;           // for Text kind (raw text, quotes stripped); "" if not given
   std::vector<char> given;                 // 1 if set explicitly
   std::vector<SourceLoc> loc;              // where each given value came from
 
@@ -47,5 +50,8 @@ ParamValues default_params(const ParamTable& table);
 // range violations are errors located at the assignment. `what` names the owner in messages ("resistor r1").
 Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
                      const std::string& what);
+// Same, with the owner named as "<kind> '<name>'" (built only if a message is produced).
+Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
+                     const std::string& kind, const std::string& name);
 
 }  // namespace anasim

@@ -6,8 +6,14 @@
 
 namespace anasim {
 
-Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out) {
-  Circuit c;
+Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out, std::unique_ptr<Circuit>* keep) {
+  auto owned = std::make_unique<Circuit>();
+  Circuit& c = *owned;
+  struct Keep {  // hands the circuit to the caller on every return path
+    std::unique_ptr<Circuit>& owned;
+    std::unique_ptr<Circuit>* keep;
+    ~Keep() { if (keep) *keep = std::move(owned); }
+  } keeper{owned, keep};
   if (Status st = c.build(fn, catalog); !st) return st;
   out.title = fn.title;
   out.netlist = fn.file;

@@ -34,6 +34,10 @@ int metis_order(int n, int Ap[], int Ai[], int Perm[], klu_common*) {
   std::vector<idx_t> perm(n), iperm(n);
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
+  if (const char* o = getenv("ANASIM_METIS_NITER")) options[METIS_OPTION_NITER] = atoi(o);
+  if (const char* o = getenv("ANASIM_METIS_NSEPS")) options[METIS_OPTION_NSEPS] = atoi(o);
+  if (const char* o = getenv("ANASIM_METIS_UFACTOR")) options[METIS_OPTION_UFACTOR] = atoi(o);
+  if (const char* o = getenv("ANASIM_METIS_CTYPE")) options[METIS_OPTION_CTYPE] = atoi(o);
   auto t0 = std::chrono::steady_clock::now();
   if (METIS_NodeND(&nv, xadj.data(), adjncy.data(), nullptr, options, perm.data(), iperm.data()) != METIS_OK) return 0;
   if (getenv("ANASIM_KLU_DEBUG")) fprintf(stderr, "metis %.4fs\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -82,6 +86,12 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
 
 template <class T>
 bool SparseLU<T>::full_factor(const T* Ax) {
+  if constexpr (std::is_same_v<T, double>) if (const char* d = getenv("ANASIM_DUMP_MATRIX")) {
+    FILE* f = fopen(d, "wb");
+    int nnz = Ap_[n_];
+    fwrite(&n_, 4, 1, f); fwrite(&nnz, 4, 1, f); fwrite(Ap_, 4, n_ + 1, f); fwrite(Ai_, 4, nnz, f); fwrite(Ax, 8, nnz, f);
+    fclose(f);
+  }
   if (numeric_) {
     if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
     else klu_z_free_numeric(&numeric_, &common_);
