@@ -10,6 +10,7 @@
 #include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/export_spice.hpp"
+#include "engine/montecarlo.hpp"
 #include "engine/output.hpp"
 #include "engine/parse.hpp"
 #include "engine/simulate.hpp"
@@ -62,7 +63,15 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
              t_parse, t_elab, t_sim, t_out, seconds);
 }
 
-int cmd_run(const std::string& file, const std::string& h5, const std::string& csv) {
+void print_mc(const McResults& mc) {
+  fmt::print("  monte carlo: {} trials, seed {}, {:.3f} s\n", mc.trials, mc.seed, mc.seconds);
+  fmt::print("  {:<32} {:>14} {:>12} {:>14} {:>14}\n", "measurement", "mean", "std", "min", "max");
+  for (const auto& m : mc.measurements)
+    fmt::print("  {:<32} {:>14.6g} {:>12.4g} {:>14.6g} {:>14.6g} {}\n", m.name, m.mean, m.std, m.min, m.max, m.unit);
+}
+
+int cmd_run(const std::string& file, const std::string& h5, const std::string& csv, int mc_trials,
+            unsigned long long seed) {
   auto t0 = std::chrono::steady_clock::now();
   ParsedNetlist pn;
   FlatNetlist fn;
@@ -72,6 +81,8 @@ int cmd_run(const std::string& file, const std::string& h5, const std::string& c
   RunResults r;
   std::unique_ptr<Circuit> circuit;
   if (Status st = simulate(fn, builtin_catalog(), r, &circuit); !st) return report(st);
+  if (mc_trials > 0)
+    if (Status st = run_monte_carlo(pn, builtin_catalog(), mc_trials, seed, r.mc); !st) return report(st);
   const double t_sim = since(t1);
   t1 = std::chrono::steady_clock::now();
   if (!h5.empty())
@@ -79,6 +90,7 @@ int cmd_run(const std::string& file, const std::string& h5, const std::string& c
   if (!csv.empty())
     if (Status st = write_csv(r, csv); !st) return report(st);
   print_summary(r, since(t0), t_parse, t_elab, t_sim, since(t1));
+  if (r.mc.trials > 0) print_mc(r.mc);
   // Everything is written and closed; skip tearing down the netlist and results (10^5-device netlists
   // take longer to free than to simulate) and let the OS reclaim the memory.
   std::fflush(stdout);
@@ -124,6 +136,11 @@ int main(int argc, char** argv) {
     run->add_option("file", file, "netlist")->required();
     run->add_option("-o,--output", h5, "write results to this HDF5 file");
     run->add_option("--csv", csv, "write one CSV per analysis into this directory");
+    int mc_trials = 0;
+    unsigned long long seed = 1;
+    run->add_option("--mc", mc_trials, "Monte Carlo: number of trials drawing every parameter tolerance")
+        ->check(CLI::Range(1, 10000000));
+    run->add_option("--seed", seed, "Monte Carlo seed (same seed, same numbers)");
     auto* exp = app.add_subcommand("export", "write a netlist as a flat ngspice deck");
     exp->add_option("file", file, "netlist")->required();
     exp->add_option("--spice", spice_out, "output deck")->required();
@@ -134,7 +151,7 @@ int main(int argc, char** argv) {
       int rc = app.exit(e);
       return rc == 0 ? 0 : 2;
     }
-    if (*run) return cmd_run(file, h5, csv);
+    if (*run) return cmd_run(file, h5, csv, mc_trials, seed);
     if (*exp) return cmd_export(file, spice_out);
     if (*dev) return cmd_devices();
     return 1;

@@ -3,6 +3,7 @@
 #include "engine/elaborate.hpp"
 #include <cmath>
 #include <map>
+#include <random>
 #include <unordered_map>
 #include <fmt/format.h>
 
@@ -22,9 +23,42 @@ struct ModelScope {
   }
 };
 
+// Draws the toleranced parameters of one flattened device for a Monte Carlo trial.
+Status apply_tolerances(FlatDevice& fd, const std::vector<ParamAssign>& assigns, const Scope& scope,
+                        const Variation* var) {
+  for (const auto& pa : assigns) {
+    if (pa.tol.text.empty()) continue;
+    const int i = fd.params.index_of(pa.name);
+    if (i < 0 || fd.type->params[i].kind != ParamKind::Real)
+      return Status::input(fmt::format("parameter '{}' of {} '{}' cannot take a tolerance", pa.name,
+                                       fd.type->long_name, fd.name), pa.tol.loc);
+    std::string text = pa.tol.text;
+    const bool relative = !text.empty() && text.back() == '%';
+    if (relative) text.pop_back();
+    double tol;
+    if (Status st = evaluate_expr(text, pa.tol.loc, scope, tol); !st) return st;
+    if (relative) tol /= 100.0;
+    if (!(tol >= 0)) return Status::input(fmt::format("tolerance must be >= 0, got {}", pa.tol.text), pa.tol.loc);
+    if (!var) continue;  // nominal run
+    std::mt19937_64 rng(variation_seed(var->seed, var->trial, fd.name, pa.name));
+    double z;
+    if (pa.dist == "uniform") z = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+    else z = std::normal_distribution<double>(0.0, 1.0)(rng);
+    double& v = fd.params.value[i];
+    v = relative ? v * (1.0 + tol * z) : v + tol * z;
+    const ParamSpec& spec = fd.type->params[i];
+    if (v < spec.min || (spec.min_exclusive && v <= spec.min) || v > spec.max)
+      return Status::input(fmt::format("trial {}: sampled {} = {} of {} '{}' is outside its range; reduce the "
+                                       "tolerance", var->trial, pa.name, v, fd.type->long_name, fd.name),
+                           pa.tol.loc);
+  }
+  return {};
+}
+
 class Elaborator {
  public:
-  Elaborator(const ParsedNetlist& pn, const DeviceCatalog& cat, FlatNetlist& out) : pn_(pn), cat_(cat), out_(out) {}
+  Elaborator(const ParsedNetlist& pn, const DeviceCatalog& cat, FlatNetlist& out, const Variation* var)
+      : pn_(pn), cat_(cat), out_(out), var_(var) {}
 
   Status run() {
     out_.title = pn_.title;
@@ -204,6 +238,7 @@ class Elaborator {
       fd.params = default_params(type->params);
       if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
         return st;
+      if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
       for (size_t i = 0; i < type->params.size(); ++i) {
         if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
             type->params[i].kind == ParamKind::Real)
@@ -329,6 +364,7 @@ class Elaborator {
   const ParsedNetlist& pn_;
   const DeviceCatalog& cat_;
   FlatNetlist& out_;
+  const Variation* var_;
   Scope top_;
   std::map<std::string, const SubcktDef*> subckts_;
   std::unordered_map<std::string, int> node_ids_;
@@ -337,9 +373,23 @@ class Elaborator {
 
 }  // namespace
 
-Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out) {
+uint64_t variation_seed(uint64_t seed, int trial, const std::string& owner, const std::string& what) {
+  auto mix = [](uint64_t z) {  // splitmix64 finaliser
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over "owner\0what"
+  for (char c : owner) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  h = (h ^ 0u) * 1099511628211ULL;
+  for (char c : what) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return mix(mix(seed) ^ mix(static_cast<uint64_t>(trial) + 0x632be59bd9b4e019ULL) ^ h);
+}
+
+Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out, const Variation* var) {
   out = FlatNetlist{};
-  return Elaborator(pn, catalog, out).run();
+  return Elaborator(pn, catalog, out, var).run();
 }
 
 }  // namespace anasim

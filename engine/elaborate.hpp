@@ -68,7 +68,21 @@ struct FlatNetlist {
   std::map<std::string, double> params;        // top-level parameter values
 };
 
-// Evaluates and flattens `pn`. Errors are located in the source.
-Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out);
+// Monte Carlo trial: parameters with a tolerance are drawn from their distribution. The draw for one
+// parameter depends only on (seed, trial, device name, parameter name), so results do not depend on
+// device order or on how trials are distributed over threads.
+struct Variation {
+  uint64_t seed = 0;
+  int trial = 0;
+};
+
+// Evaluates and flattens `pn`. Errors are located in the source. With `var`, toleranced parameters are
+// sampled for that trial; without it every parameter takes its nominal value.
+Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out,
+                 const Variation* var = nullptr);
+
+// Deterministic random stream for one named quantity of one trial (used by elaborate and by devices
+// with their own statistical models).
+uint64_t variation_seed(uint64_t seed, int trial, const std::string& owner, const std::string& what);
 
 }  // namespace anasim

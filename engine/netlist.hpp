@@ -21,6 +21,11 @@ struct ParamAssign {
   std::vector<ValueExpr> values;  // one element for scalars
   bool is_list = false;
   SourceLoc loc;                  // location of the name (or of the value for positional ones)
+  // Monte Carlo tolerance (`anasim run --mc`): empty = none. Text ending in '%' is relative to the nominal
+  // value, otherwise absolute in the parameter's unit. dist "gauss" (sigma = tol, the default) or
+  // "uniform" (nominal +- tol).
+  ValueExpr tol;
+  std::string dist;
 };
 
 // One device or subcircuit-instance line.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <system_error>
 #include <H5Cpp.h>
 #include <fmt/format.h>
@@ -130,6 +131,30 @@ Status write_hdf5(const RunResults& r, const std::string& path) {
       u.write(H5::PredType::NATIVE_INT, &r.unknowns);
     }
     for (const auto& a : r.analyses) write_analysis(file, a);
+    if (r.mc.trials > 0) {
+      // /mc: per-trial values of every measurement ("/" in measurement names becomes a subgroup).
+      H5::Group mc = create_group(file, "mc");
+      attr_int64(mc, "trials", r.mc.trials);
+      attr_int64(mc, "seed", static_cast<long>(r.mc.seed));
+      std::map<std::string, H5::Group> sub;
+      for (const auto& m : r.mc.measurements) {
+        auto slash = m.name.find('/');
+        std::string gname = slash == std::string::npos ? "" : m.name.substr(0, slash);
+        std::string dname = link_name(slash == std::string::npos ? m.name : m.name.substr(slash + 1), "value");
+        H5::Group* g = &mc;
+        if (!gname.empty()) {
+          auto it = sub.find(gname);
+          if (it == sub.end()) it = sub.emplace(gname, mc.createGroup(link_name(gname, "group"))).first;
+          g = &it->second;
+        }
+        dataset(*g, dname, m.values, m.unit);
+        H5::DataSet d = g->openDataSet(dname);
+        for (auto [nm, v] : {std::pair<const char*, double>{"mean", m.mean}, {"std", m.std}, {"min", m.min}, {"max", m.max}}) {
+          H5::Attribute a = d.createAttribute(nm, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
+          a.write(H5::PredType::NATIVE_DOUBLE, &v);
+        }
+      }
+    }
     file.close();
   } catch (const H5::Exception& e) {
     fs::remove(tmp, ec);

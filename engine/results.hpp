@@ -45,11 +45,27 @@ struct AnalysisResult {
   }
 };
 
+// Monte Carlo: one scalar per trial for every measurement, with summary statistics.
+struct McMeasurement {
+  std::string name;            // "<analysis group>/<signal>", e.g. "op/v(out)", "tran/v(out)" (final value)
+  std::string unit;
+  std::vector<double> values;  // one per trial, in trial order
+  double mean = 0, std = 0, min = 0, max = 0;  // std: sample standard deviation (n - 1)
+};
+
+struct McResults {
+  int trials = 0;              // 0 = no Monte Carlo run
+  unsigned long long seed = 0;
+  double seconds = 0;
+  std::vector<McMeasurement> measurements;
+};
+
 struct RunResults {
   std::string title;
   std::string netlist;      // input file path
   int unknowns = 0;
-  std::vector<AnalysisResult> analyses;
+  std::vector<AnalysisResult> analyses;  // the nominal run
+  McResults mc;
 };
 
 }  // namespace anasim

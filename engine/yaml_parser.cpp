@@ -221,6 +221,32 @@ class YamlParser {
   bool param(const Entry& e, const std::string& what, ParamAssign& pa) {
     pa.name = e.key;
     pa.loc = loc(e.key_node);
+    if (e.value.IsMap()) {  // {value: v, tol: t, dist: gauss|uniform}
+      bool have_value = false;
+      for (const auto& kv : e.value) {
+        std::string k = to_lower(kv.first.Scalar());
+        SourceLoc kl = loc(kv.first);
+        std::string ctx = fmt::format("'{}' of {}", e.key, what);
+        if (k == "value") {
+          ValueExpr v;
+          if (!scalar(kv.second, ctx, kl, v)) return false;
+          pa.values.push_back(std::move(v));
+          have_value = true;
+        } else if (k == "tol") {
+          if (!scalar(kv.second, ctx, kl, pa.tol)) return false;
+        } else if (k == "dist") {
+          ValueExpr d;
+          if (!scalar(kv.second, ctx, kl, d)) return false;
+          pa.dist = to_lower(d.text);
+          if (pa.dist != "gauss" && pa.dist != "uniform")
+            return err(d.loc, fmt::format("unknown distribution '{}' for {}; expected gauss or uniform", d.text, ctx));
+        } else {
+          return err(kl, fmt::format("unknown key '{}' in '{}' of {}; expected value, tol or dist", k, e.key, what));
+        }
+      }
+      if (!have_value) return err(pa.loc, fmt::format("'{}' of {} needs 'value:'", e.key, what));
+      return true;
+    }
     if (e.value.IsSequence()) {
       pa.is_list = true;
       for (const YAML::Node& x : e.value) {
@@ -492,6 +518,7 @@ class YamlParser {
                             : fmt::format("{} '{}'", type->long_name, d.name);
     bool ok = true;
     bool have_nodes = false, have_model = false;
+    ValueExpr dev_tol, dev_dist;  // device-level tol:/dist: (tolerance of the first positional parameter)
     for (const Entry& e : es) {
       SourceLoc kl = loc(e.key_node);
       const std::string& k = e.key;
@@ -512,6 +539,10 @@ class YamlParser {
         param_map(e.value, what, kl, d.params, true);
       } else if (type && type->source_syntax && k == "ac") {
         ok = ac_value(e, what, d) && ok;
+      } else if (type && (k == "tol" || k == "dist")) {  // tolerance of the main (first positional) parameter
+        ValueExpr v;
+        if (!scalar(e.value, fmt::format("'{}' of {}", k, what), kl, v)) { ok = false; continue; }
+        (k == "tol" ? dev_tol : dev_dist) = v;
       } else {
         ParamAssign pa;
         if (!param(e, what, pa)) {
@@ -523,6 +554,21 @@ class YamlParser {
       }
     }
     if (!ok) return false;
+    if (!dev_tol.text.empty() || !dev_dist.text.empty()) {
+      const std::string main = type->positional.empty() ? std::string() : type->positional[0];
+      ParamAssign* target = nullptr;
+      for (auto& pa : d.params)
+        if (pa.name == main) target = &pa;
+      if (!target)
+        return err(dev_tol.loc.valid() ? dev_tol.loc : dev_dist.loc,
+                   fmt::format("'tol' of {} applies to its main parameter '{}', which is not given; write "
+                               "'<param>: {{value: v, tol: t}}' instead", what, main));
+      if (!dev_tol.text.empty()) target->tol = dev_tol;
+      target->dist = to_lower(dev_dist.text);
+      if (!target->dist.empty() && target->dist != "gauss" && target->dist != "uniform")
+        return err(dev_dist.loc, fmt::format("unknown distribution '{}' for {}; expected gauss or uniform",
+                                             dev_dist.text, what));
+    }
     if (!have_nodes) {
       if (is_x) return err(d.loc, fmt::format("{} has no 'nodes' list", what));
       return err(d.loc, fmt::format("{} has no 'nodes'; expected a list of {} node names ({})", what,
@@ -532,7 +578,7 @@ class YamlParser {
       if (is_x) return err(d.loc, fmt::format("{} needs 'subckt: <subcircuit name>'", what));
       if (type->needs_control)
         return err(d.loc, fmt::format("{} needs 'control: <voltage source name>'", what));
-      if (!type->model_type.empty())
+      if (!type->model_type.empty() && !type->model_optional)
         return err(d.loc, fmt::format("{} needs 'model: <name of a {} model>'", what, type->model_type));
     }
     return true;
