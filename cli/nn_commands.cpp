@@ -1,6 +1,8 @@
 // `anasim nn train | eval | import-keras`: parses options, calls nn/, prints progress and results.
 #include "cli/nn_commands.hpp"
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -40,6 +42,8 @@ struct NnArgs {
   std::string output;                  // -o
   std::string model;                   // eval: model file; import-keras: Keras file
   bool keras = false;                  // eval: the model is a Keras file
+  double eval_noise = 0.0;             // eval: also test with multiplicative weight noise of this sigma
+  int trials = 10;                     // eval: number of noise draws
   int hidden = 128;
   int hidden2 = 0;                     // 0 = no second hidden layer
   std::vector<int> layers;             // overrides hidden/hidden2
@@ -142,6 +146,8 @@ int cmd_train(NnArgs& a) {
 }
 
 int cmd_eval(const NnArgs& a) {
+  if (!(a.eval_noise >= 0.0) || a.trials < 1)
+    return report(Status::input("--noise must be >= 0 and --trials at least 1"));
   Mlp net;
   ModelInfo info;
   Status ld = a.keras ? import_keras(a.model, net) : load_model(a.model, net, &info);
@@ -164,6 +170,22 @@ int cmd_eval(const NnArgs& a) {
   if (!info.created_by.empty()) fmt::print("  trained with: {}\n", info.created_by);
   fmt::print("test accuracy on {} ({}): {} ({}/{})\n", dataset_name(kind), dir,
              percent(static_cast<double>(right) / test.size()), right, test.size());
+  if (a.eval_noise > 0.0) {
+    Rng rng(a.opt.seed);
+    std::vector<double> accs;
+    for (int t = 0; t < a.trials; ++t) {
+      Mlp noisy = net;
+      perturb_weights(noisy, a.eval_noise, rng);
+      accs.push_back(accuracy(noisy, test.images, test.labels));
+    }
+    double mean = 0.0, var = 0.0;
+    for (double x : accs) mean += x / accs.size();
+    for (double x : accs) var += (x - mean) * (x - mean) / std::max<std::size_t>(1, accs.size() - 1);
+    fmt::print("with weight noise w*(1+{}*N(0,1)), {} draws (seed {}): mean {}, std {:.2f}%, min {}, max {}\n",
+               a.eval_noise, a.trials, a.opt.seed, percent(mean), 100.0 * std::sqrt(var),
+               percent(*std::min_element(accs.begin(), accs.end())),
+               percent(*std::max_element(accs.begin(), accs.end())));
+  }
   return 0;
 }
 
@@ -217,6 +239,10 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   a->eval->add_option("model", a->model, "model file (anasim-mlp-1, or Keras with --keras)")->required();
   data_options(a->eval);
   a->eval->add_flag("--keras", a->keras, "the model is a Keras HDF5 file of dense layers");
+  a->eval->add_option("--noise", a->eval_noise, "also evaluate with weight noise w*(1+sigma*N(0,1))")
+      ->capture_default_str();
+  a->eval->add_option("--trials", a->trials, "noise draws to average")->capture_default_str();
+  a->eval->add_option("--seed", a->opt.seed, "seed of the noise draws")->capture_default_str();
 
   a->import = nn->add_subcommand("import-keras", "convert a Keras HDF5 dense model into an anasim model file");
   a->import->add_option("keras_file", a->model, "Keras .h5 file")->required();

@@ -18,6 +18,10 @@ class BuiltinCatalog : public DeviceCatalog {
     types_.push_back(make_cccs_type());
     types_.push_back(make_ccvs_type());
     types_.push_back(make_diode_type());
+    types_.push_back(make_crossbar_type());
+    types_.push_back(make_dac_type());
+    types_.push_back(make_adc_type());
+    types_.push_back(make_opamp_type());
   }
   const DeviceType* find(const std::string& key) const override {
     for (const auto& t : types_)

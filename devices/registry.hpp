@@ -19,5 +19,9 @@ std::unique_ptr<DeviceType> make_vccs_type();
 std::unique_ptr<DeviceType> make_cccs_type();
 std::unique_ptr<DeviceType> make_ccvs_type();
 std::unique_ptr<DeviceType> make_diode_type();
+std::unique_ptr<DeviceType> make_crossbar_type();
+std::unique_ptr<DeviceType> make_dac_type();
+std::unique_ptr<DeviceType> make_adc_type();
+std::unique_ptr<DeviceType> make_opamp_type();
 
 }  // namespace anasim

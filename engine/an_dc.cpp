@@ -36,7 +36,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
     if (outer) outer->set_dc(vo);
     for (double vi : iv) {
       inner->set_dc(vi);
-      st = s.operating_point();
+      st = s.operating_point(!res.sweep.empty());
       if (!st) {
         st.errors[0].message = fmt::format("dc sweep at {} = {}: {}", a.sweeps[0].source, vi, st.errors[0].message);
         break;

@@ -146,6 +146,13 @@ class DeviceType {
                                     // `pins` lists the pin kinds for help, create() validates the count
   ParamTable params;                // instance parameters
   ParamTable model_params;          // .model parameters (if model_type set)
+  bool model_optional = false;      // the model name may be omitted (model_params defaults apply)
+  bool spice_model_card = true;     // SPICE export writes a .model card (false: spice_line spells the model out)
+  // Built-in named models (a parts table), consulted when the netlist defines no model of that name: sets
+  // `model` (model_params values) to part `name` and returns true, or returns false if there is no such part.
+  virtual bool builtin_model(const std::string& /*name*/, ParamValues& /*model*/) const { return false; }
+  // Names of the built-in models, for messages and help.
+  virtual std::vector<std::string> builtin_model_names() const { return {}; }
   // Builds the device; returns nullptr and fills st on a validation error (located at fd.loc).
   virtual std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const = 0;
   // The device as an ngspice deck line (flattened, no newline). Default: name, nodes, [control], [model],

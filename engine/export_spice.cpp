@@ -1,5 +1,6 @@
 // SPICE deck writer (see export_spice.hpp) and the default DeviceType::spice_line.
 #include "engine/export_spice.hpp"
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +22,8 @@ std::string DeviceType::spice_line(const FlatDevice& fd) const {
   std::vector<bool> done(params.size(), false);
   for (const auto& pos : positional) {
     int i = fd.params.index_of(pos);
-    if (i < 0) continue;
+    // Only required values (r, c, gain, ...) go positionally: ngspice 39 rejects e.g. a bare diode area.
+    if (i < 0 || !std::isnan(params[i].def)) continue;
     s += fmt::format(" {:.15g}", fd.params[i]);
     done[i] = true;
   }
@@ -44,7 +46,7 @@ std::string spice_deck(const FlatNetlist& fn) {
   std::vector<FlatDevice> devs = fn.devices;
   std::map<std::string, int> suffix;
   for (auto& fd : devs) {
-    if (fd.type->model_type.empty()) continue;
+    if (fd.type->model_type.empty() || !fd.type->spice_model_card) continue;
     std::string body;
     for (size_t i = 0; i < fd.type->model_params.size(); ++i)
       if (fd.model.has(static_cast<int>(i)))

@@ -128,12 +128,16 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
   return nonconvergence_error(fmt::format("Newton iteration did not converge in {} iterations", max_iter).c_str());
 }
 
-Status NewtonSolver::operating_point() {
+Status NewtonSolver::operating_point(bool from_previous) {
   ctx_.mode = LoadContext::Mode::Dc;
   ctx_.srcfact = 1.0;
   gdiag_ = 0.0;
   std::vector<double> x0 = x_;
-  Status st = newton(opt_.itl1, true);
+  Status st = newton(opt_.itl1, !from_previous);
+  if (!st && from_previous && c_.nonlinear()) {  // continuation failed: a cold start before stepping
+    x_ = x0;
+    st = newton(opt_.itl1, true);
+  }
   if (st || !c_.nonlinear()) return st;
   if (st.errors[0].message.rfind("singular", 0) == 0 && !c_.nonlinear()) return st;
 

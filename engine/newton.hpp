@@ -29,7 +29,9 @@ class NewtonSolver {
   Status newton(int max_iter, bool init_junctions);
 
   // DC operating point (ctx mode Dc): Newton, then gmin stepping, then source stepping.
-  Status operating_point();
+  // `from_previous`: start from the current x() (continuation, e.g. the previous DC sweep point) instead of
+  // initialising junctions at their critical voltages. Falls back to stepping in either case.
+  Status operating_point(bool from_previous = false);
 
   // Stamps all devices at x() into A/b without solving (used by AC to linearise at the operating point).
   void load();

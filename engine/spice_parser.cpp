@@ -1,10 +1,20 @@
 // SPICE deck reader: title line, comments, '+' continuations, device lines driven by the device catalog,
 // and the dot cards anasim understands (.model .subckt .param .include .op .dc .tran .ac .options .ic .end).
 // Every object keeps the location of its first character, even across continuation lines.
-#include <cctype>
+//
+// Decks of 10^5..10^6 lines are common (flattened crossbars), so the reader does one pass over each logical
+// line with no per-character bookkeeping: tokens are views into the line, positions are computed from one
+// segment per physical line, and duplicate-name checks hash names to indices (a SourceLoc is built only for
+// the objects that keep one, and for errors).
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <fmt/format.h>
-#include <map>
+#include <string_view>
+#include <type_traits>
+#include <unordered_set>
 #include "engine/parse.hpp"
 
 namespace anasim {
@@ -12,23 +22,118 @@ namespace {
 
 constexpr int kMaxErrors = 20;
 
-// A source file kept alive for the duration of the parse (SourceLoc::text copies its lines).
+// Character classes, looked up in a table by the scanners. Spaces are std::isspace of the "C" locale (anasim
+// never calls setlocale); a NUL byte is an ordinary character.
+enum : unsigned char {
+  kSpace = 1,    // ' ' \t \n \v \f \r
+  kSep = 2,      // = ( ) ,  end a word (not std::strchr: it would also match a NUL byte, giving an empty token)
+  kGroup = 4,    // { } ' "  group a word or an expression
+  kComment = 8,  // ; $      may start an inline comment
+};
+constexpr std::array<unsigned char, 256> make_char_classes() {
+  std::array<unsigned char, 256> t{};
+  for (unsigned char c : {' ', '\t', '\n', '\v', '\f', '\r'}) t[c] = kSpace;
+  for (unsigned char c : {'=', '(', ')', ','}) t[c] = kSep;
+  for (unsigned char c : {'{', '}', '\'', '"'}) t[c] = kGroup;
+  for (unsigned char c : {';', '$'}) t[c] = kComment;
+  return t;
+}
+constexpr std::array<unsigned char, 256> kCharClass = make_char_classes();
+unsigned char char_class(char c) { return kCharClass[static_cast<unsigned char>(c)]; }
+
+bool is_space(char c) { return char_class(c) == kSpace; }
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+// The characters that matter to comment_start: ; $ { } ' " (written without the table so that it vectorizes).
+unsigned char is_comment_or_group(char c) {
+  return (c == ';') | (c == '$') | (c == '{') | (c == '}') | (c == '\'') | (c == '"');
+}
+// Position of the first of ; $ { } ' " in s at or after i, or s.size(). Scans blocks of 32 characters at a
+// time: most lines of a large deck have none of these.
+size_t find_comment_or_group(std::string_view s, size_t i) {
+  const char* p = s.data();
+  size_t n = s.size();
+  for (; i + 32 <= n; i += 32) {
+    unsigned char any = 0;
+    for (size_t k = 0; k < 32; ++k) any |= is_comment_or_group(p[i + k]);
+    if (any) break;
+  }
+  while (i < n && !is_comment_or_group(p[i])) ++i;
+  return i;
+}
+
+// A source file kept alive for the duration of the parse; SourceLoc::text shares its lines.
 struct SrcFile {
   SharedText path;
-  std::vector<std::string> lines;  // original text, without line terminators
-  std::vector<SharedText> shared;  // the same lines, shared by every SourceLoc pointing into them
+  std::string text;                              // whole file contents
+  std::string lower;                             // text in lower case (same offsets)
+  bool has_nul = false;                          // text contains a NUL byte
+  std::vector<std::pair<size_t, size_t>> lines;  // per physical line: offset into text and length (no terminator)
+  mutable std::vector<SharedText> shared;        // per physical line, made when a SourceLoc first points into it
+  std::string_view line(size_t i) const { return std::string_view(text.data() + lines[i].first, lines[i].second); }
 };
 
-// One logical line: physical lines joined at '+' continuations, comments removed. Every character
-// remembers where it came from.
+// Splits f.text into lines like detail::split_lines (terminators \n, \r\n or \r; a UTF-8 BOM is skipped;
+// no empty last line), as offsets instead of copies.
+void split_lines(SrcFile& f) {
+  const char* p = f.text.data();
+  size_t n = f.text.size(), start = 0;
+  if (n >= 3 && f.text.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;
+  auto next_nl = [&](size_t from) {
+    const void* q = std::memchr(p + from, '\n', n - from);
+    return q ? static_cast<size_t>(static_cast<const char*>(q) - p) : n;
+  };
+  bool has_cr = std::memchr(p + start, '\r', n - start) != nullptr;
+  f.lines.reserve(n / 24 + 1);
+  size_t nl = next_nl(start);  // the first '\n' at or after start (n if none)
+  while (start < n) {
+    if (nl < start) nl = next_nl(start);
+    const void* cr = has_cr ? std::memchr(p + start, '\r', nl - start) : nullptr;
+    size_t end = cr ? static_cast<size_t>(static_cast<const char*>(cr) - p) : nl;
+    f.lines.emplace_back(start, end - start);
+    if (end == n) break;
+    start = end + 1;
+    if (p[end] == '\r' && start < n && p[start] == '\n') ++start;
+  }
+  f.shared.resize(f.lines.size());
+}
+
+// Reads a file's text into f: lines, lower-case copy, NUL flag.
+void load(SrcFile& f) {
+  split_lines(f);
+  f.has_nul = std::memchr(f.text.data(), '\0', f.text.size()) != nullptr;
+  size_t n = f.text.size();
+  f.lower.resize(n);
+  const char* in = f.text.data();
+  char* out = &f.lower[0];
+  for (size_t k = 0; k < n; ++k) out[k] = lower(in[k]);
+}
+
+// One logical line: physical lines joined at '+' continuations, comments removed. Positions come from one
+// segment per physical line: character `off` of a segment starting at seg.off is at seg.line, seg.col + (off -
+// seg.off). The buffers are reused from line to line.
 struct LLine {
+  struct Seg {
+    size_t off;  // first character of the segment in text (for segs[1...]: the ' ' that replaces the '+')
+    int line;    // its 1-based physical line
+    int col;     // its 1-based column
+  };
   const SrcFile* file = nullptr;
-  std::string raw;        // original case (file names in .include)
-  std::string text;       // lower-case
-  std::vector<int> line;  // per character: 1-based physical line
-  std::vector<int> col;   // per character: 1-based column
+  std::string_view text;  // lower-case: a view into file->lower, or into joined
+  std::string joined;     // the text of a line with continuations
+  std::vector<Seg> segs;  // in order of off; segs[0].off == 0
   int end_line = 0;       // position just after the last character
   int end_col = 0;
+  // The line in its original case (file names in .include, .title), rebuilt from the source.
+  std::string raw() const {
+    std::string r(text.size(), ' ');
+    for (size_t k = 0; k < segs.size(); ++k) {
+      size_t b = segs[k].off + (k > 0), e = k + 1 < segs.size() ? segs[k + 1].off : text.size();
+      std::string_view src = file->line(static_cast<size_t>(segs[k].line) - 1);
+      src.copy(&r[b], e - b, static_cast<size_t>(segs[k].col) - 1 + (k > 0));
+    }
+    return r;
+  }
 };
 
 enum class Tk { Word, Eq, LParen, RParen, Comma };
@@ -37,27 +142,25 @@ struct Token {
   Tk kind = Tk::Word;
   size_t off = 0, len = 0;    // into LLine::text
   bool space_before = false;  // whitespace (or line start) precedes the token
+  bool grouped = false;       // a word containing { } ' or " (not allowed in device and node names)
 };
 
 using Tokens = std::vector<Token>;
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-// Characters that end a word (not std::strchr: it would also match a NUL byte, giving an empty token).
-bool is_separator(char c) { return c == '=' || c == '(' || c == ')' || c == ','; }
-
-std::string trim(const std::string& s) {
+std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && is_space(s[b])) ++b;
   while (e > b && is_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
+  return std::string(s.substr(b, e - b));
 }
 
 // Strips ';' and '$ ' inline comments (outside braces and quotes). Returns the kept prefix length.
-size_t comment_start(const std::string& s) {
+size_t comment_start(std::string_view s) {
   int brace = 0;
   char quote = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
+    if (!(char_class(c) & (kGroup | kComment))) continue;  // the only characters that change the state
     if (quote) {
       if (c == quote) quote = 0;
       continue;
@@ -84,7 +187,7 @@ std::string first_defined(const SourceLoc& first, const SourceLoc& here) {
 
 const char* const kSourceKeywords[] = {"dc", "ac", "pulse", "sin", "exp", "pwl"};
 
-bool is_source_keyword(const std::string& w) {
+bool is_source_keyword(std::string_view w) {
   for (const char* k : kSourceKeywords)
     if (w == k) return true;
   return false;
@@ -102,28 +205,150 @@ const ListSpec kListSpecs[] = {
     {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
 };
 
-class SpiceParser {
+// The text of an error-message fragment: a string, or a callable that formats one (only called on an error,
+// so the common path formats nothing).
+template <class What>
+std::string what_text(const What& w) {
+  if constexpr (std::is_invocable_v<const What&>)
+    return w();
+  else
+    return std::string(w);
+}
+
+// The names defined so far, for duplicate checks: an open-addressing hash set of indices into the vector that
+// holds the named objects (out_.devices, out_.models, ...), so adding a name allocates nothing. The first
+// definition of a name is kept.
+class NameIndex {
  public:
-  SpiceParser(const DeviceCatalog& cat, ParsedNetlist& out) : cat_(cat), out_(out) {
-    for (const DeviceInstance& d : out_.devices) top_devices_.emplace(d.name, d.loc);
-    for (const ModelDef& m : out_.models) models_.emplace(m.name, m.loc);
-    for (const SubcktDef& s : out_.subckts) subckts_.emplace(s.name, s.loc);
+  // Adds `name` as object `idx` unless it is already there. Returns the index of the first object of that name
+  // and whether `name` was added. name_of(k) is the name of object k.
+  template <class NameOf>
+  std::pair<size_t, bool> try_emplace(std::string_view name, size_t idx, const NameOf& name_of) {
+    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
+    uint64_t h = hash(name);
+    size_t mask = slots_.size() - 1;
+    for (size_t k = h & mask;; k = (k + 1) & mask) {
+      Slot& sl = slots_[k];
+      if (sl.idx1 == 0) {
+        sl = Slot{h, idx + 1};
+        ++count_;
+        return {idx, true};
+      }
+      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return {sl.idx1 - 1, false};
+    }
+  }
+  void clear() {
+    slots_ = {};
+    count_ = 0;
+  }
+  // Makes room for n names in all.
+  void reserve(size_t n) {
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    if (size > slots_.size()) rehash(size);
   }
 
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    size_t idx1 = 0;  // object index + 1; 0 = empty slot
+  };
+  std::vector<Slot> slots_;  // size 0 or a power of two, at most half full
+  size_t count_ = 0;
+
+  static uint64_t hash(std::string_view s) {  // FNV-1a, then a final mix for the low bits used as the slot
+    uint64_t h = 14695981039346656037ull;
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h ^ (h >> 29);
+  }
+  void rehash(size_t size) {  // size: a power of two
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(size, Slot{});
+    size_t mask = slots_.size() - 1;
+    for (const Slot& sl : old) {
+      if (sl.idx1 == 0) continue;
+      size_t k = sl.hash & mask;
+      while (slots_[k].idx1 != 0) k = (k + 1) & mask;
+      slots_[k] = sl;
+    }
+  }
+};
+
+// The name_of for a NameIndex into v: k -> v[k].name.
+template <class T>
+auto names_of(const std::vector<T>& v) {
+  return [&v](size_t k) -> const std::string& { return v[k].name; };
+}
+
+class SpiceParser {
+ public:
+  SpiceParser(const DeviceCatalog& cat, ParsedNetlist& out) : cat_(cat), out_(out) { index_top_level(); }
+
   // Parses the lines of one file. `has_title`: the first line is the deck title (top-level file only).
-  void parse_text(const std::string& path, const std::string& text, bool has_title, int depth) {
-    files_.push_back(SrcFile{path, detail::split_lines(text)});
-    const SrcFile& f = files_.back();
+  void parse_text(const std::string& path, std::string text, bool has_title, int depth) {
+    files_.emplace_back();
+    SrcFile& f = files_.back();
+    f.path = path;
+    f.text = std::move(text);
+    load(f);
     size_t first = 0;
     if (has_title) {
-      if (!f.lines.empty()) out_.title = trim(f.lines[0]);
+      if (!f.lines.empty()) out_.title = trim(f.line(0));
       first = 1;
     }
-    std::vector<LLine> lines = join_lines(f, first);
-    for (const LLine& L : lines) {
-      if (too_many_errors()) return;
-      if (!process(L, depth)) return;  // .end
+    if (depth == 0 && out_.devices.empty()) {  // a flat deck is mostly device lines
+      out_.devices.reserve(f.lines.size());
+      top_devices_.reserve(f.lines.size());
     }
+    // Logical lines are read one at a time: a line is complete when the next non-comment line does not start
+    // with '+'. A '+' with no preceding line can only occur before the first line, so the errors come out in
+    // file order.
+    LLine L;
+    L.file = &f;
+    Tokens toks;
+    bool open = false;   // L holds a line not yet processed
+    size_t special = 0;  // position in f.text of the next ; $ { } ' " at or after the current line
+    for (size_t i = first; i < f.lines.size(); ++i) {
+      std::string_view s = f.line(i);
+      size_t at_file = f.lines[i].first;  // where s starts in f.text and f.lower
+      int lineno = static_cast<int>(i) + 1;
+      size_t b = 0;
+      while (b < s.size() && is_space(s[b])) ++b;
+      if (b == s.size() || s[b] == '*') continue;  // blank or comment line
+      if (special < at_file) special = find_comment_or_group(f.text, at_file);
+      size_t e = special < at_file + s.size() ? comment_start(s) : s.size();
+      if (e <= b) continue;  // only an inline comment (s[b] is the first non-space character)
+      bool cont = s[b] == '+';
+      if (cont) {
+        if (!open) {
+          err(phys_loc(f, lineno, static_cast<int>(b) + 1), "continuation line '+' without a preceding line");
+          continue;
+        }
+        ++b;
+        if (L.text.data() != L.joined.data()) L.joined.assign(L.text);
+        L.segs.push_back(LLine::Seg{L.joined.size(), lineno, static_cast<int>(b)});  // the '+' becomes a separator
+        L.joined += ' ';
+        L.joined.append(f.lower, at_file + b, e - b);
+        L.text = L.joined;
+      } else {
+        if (open) {
+          if (too_many_errors()) return;
+          if (!process(L, depth, toks)) return;  // .end
+        }
+        open = true;
+        L.text = std::string_view(f.lower.data() + at_file + b, e - b);
+        L.segs.clear();
+        L.end_line = 0;
+        L.segs.push_back(LLine::Seg{0, lineno, static_cast<int>(b) + 1});
+      }
+      size_t last = e;  // one past the last non-space character kept (b if none)
+      while (last > b && is_space(s[last - 1])) --last;
+      if (last > b || !cont || L.end_line == 0) {
+        L.end_line = lineno;
+        L.end_col = static_cast<int>(last) + 1;
+      }
+    }
+    if (open && !too_many_errors()) process(L, depth, toks);
   }
 
   // Checks done once the whole deck is read.
@@ -140,11 +365,36 @@ class SpiceParser {
   const DeviceCatalog& cat_;
   ParsedNetlist& out_;
   Status st_;
-  std::deque<SrcFile> files_;
+  std::deque<SrcFile> files_;  // a deque: LLine::file stays valid while includes are appended
   int cur_sub_ = -1;  // index into out_.subckts while inside .subckt
   int scratch_sub_ = -1;  // a duplicate .subckt being read but not kept; removed at its .ends
   bool in_control_ = false;
-  std::map<std::string, SourceLoc> top_devices_, sub_devices_, models_, sub_models_, subckts_;
+  NameIndex top_devices_;  // into out_.devices
+  NameIndex sub_devices_;  // into out_.subckts[cur_sub_].devices
+  NameIndex models_;       // into out_.models
+  NameIndex sub_models_;   // into out_.subckts[cur_sub_].models
+  NameIndex subckts_;      // into out_.subckts
+  std::array<const DeviceType*, 256> type_of_letter_{};  // cat_.find of a one-letter key, once looked up
+  std::array<bool, 256> type_looked_up_{};
+  std::vector<size_t> bare_;  // scratch for subckt_instance
+
+  // Adds the top-level names already in out_ (from an including file, or a YAML include just read).
+  void index_top_level() {
+    for (size_t k = 0; k < out_.devices.size(); ++k)
+      top_devices_.try_emplace(out_.devices[k].name, k, names_of(out_.devices));
+    for (size_t k = 0; k < out_.models.size(); ++k) models_.try_emplace(out_.models[k].name, k, names_of(out_.models));
+    for (size_t k = 0; k < out_.subckts.size(); ++k)
+      subckts_.try_emplace(out_.subckts[k].name, k, names_of(out_.subckts));
+  }
+
+  const DeviceType* type_of_letter(char c) {
+    auto u = static_cast<unsigned char>(c);
+    if (!type_looked_up_[u]) {
+      type_of_letter_[u] = cat_.find(std::string(1, c));
+      type_looked_up_[u] = true;
+    }
+    return type_of_letter_[u];
+  }
 
   bool too_many_errors() const { return static_cast<int>(st_.errors.size()) >= kMaxErrors; }
 
@@ -160,22 +410,44 @@ class SpiceParser {
 
   // ---- locations ------------------------------------------------------------------------------
 
-  static SourceLoc phys_loc(const SrcFile& f, int line, int col) {
-    SourceLoc l;
+  // The text of physical line `line` (1-based, in range), shared by every SourceLoc on it.
+  static const SharedText& line_text(const SrcFile& f, int line) {
+    SharedText& sh = f.shared[line - 1];
+    if (sh.empty() && f.lines[line - 1].second != 0) sh = SharedText(std::string(f.line(line - 1)));
+    return sh;
+  }
+  // The set_ forms fill an existing SourceLoc (an element already in place in the parsed netlist).
+  static void set_phys_loc(SourceLoc& l, const SrcFile& f, int line, int col) {
     l.file = f.path;
     l.line = line;
     l.col = col;
-    if (line >= 1 && line <= static_cast<int>(f.lines.size())) {
-      auto& sh = const_cast<SrcFile&>(f).shared;
-      if (sh.empty()) sh.resize(f.lines.size());
-      if (sh[line - 1].empty() && !f.lines[line - 1].empty()) sh[line - 1] = SharedText(f.lines[line - 1]);
-      l.text = sh[line - 1];
-    }
+    if (line >= 1 && line <= static_cast<int>(f.lines.size()))
+      l.text = line_text(f, line);
+    else
+      l.text = SharedText();
+  }
+  static SourceLoc phys_loc(const SrcFile& f, int line, int col) {
+    SourceLoc l;
+    set_phys_loc(l, f, line, col);
     return l;
   }
+  static void set_at(SourceLoc& l, const LLine& L, size_t off) {
+    if (off < L.text.size() && L.segs.size() == 1) {  // the common case: a statement on one physical line
+      l.file = L.file->path;
+      l.line = L.segs[0].line;
+      l.col = L.segs[0].col + static_cast<int>(off);
+      l.text = line_text(*L.file, l.line);
+      return;
+    }
+    if (off >= L.text.size()) return set_phys_loc(l, *L.file, L.end_line, L.end_col);
+    auto seg = std::upper_bound(L.segs.begin(), L.segs.end(), off,
+                                [](size_t o, const LLine::Seg& s) { return o < s.off; }) - 1;
+    set_phys_loc(l, *L.file, seg->line, seg->col + static_cast<int>(off - seg->off));
+  }
   static SourceLoc at(const LLine& L, size_t off) {
-    if (off >= L.text.size()) return end_of(L);
-    return phys_loc(*L.file, L.line[off], L.col[off]);
+    SourceLoc l;
+    set_at(l, L, off);
+    return l;
   }
   static SourceLoc at(const LLine& L, const Token& t) { return at(L, t.off); }
   static SourceLoc end_of(const LLine& L) { return phys_loc(*L.file, L.end_line, L.end_col); }
@@ -184,68 +456,27 @@ class SpiceParser {
     return i < t.size() ? at(L, t[i]) : end_of(L);
   }
 
-  static std::string tok_text(const LLine& L, const Token& t) { return L.text.substr(t.off, t.len); }
-  static std::string tok_raw(const LLine& L, const Token& t) { return L.raw.substr(t.off, t.len); }
+  // The (lower-case) text of a token, a view into L.text.
+  static std::string_view tok_text(const LLine& L, const Token& t) {
+    return std::string_view(L.text.data() + t.off, t.len);
+  }
   static std::string describe(const LLine& L, const Tokens& t, size_t i) {
     return i < t.size() ? fmt::format("'{}'", tok_text(L, t[i])) : std::string("end of line");
-  }
-
-  // ---- physical -> logical lines ---------------------------------------------------------------
-
-  std::vector<LLine> join_lines(const SrcFile& f, size_t first) {
-    std::vector<LLine> out;
-    for (size_t i = first; i < f.lines.size(); ++i) {
-      const std::string& s = f.lines[i];
-      int lineno = static_cast<int>(i) + 1;
-      size_t b = 0;
-      while (b < s.size() && is_space(s[b])) ++b;
-      if (b == s.size() || s[b] == '*') continue;  // blank or comment line
-      size_t e = comment_start(s);
-      if (trim(s.substr(0, e)).empty()) continue;  // only an inline comment
-      bool cont = s[b] == '+';
-      if (cont) {
-        if (out.empty()) {
-          err(phys_loc(f, lineno, static_cast<int>(b) + 1), "continuation line '+' without a preceding line");
-          continue;
-        }
-        ++b;
-      } else {
-        out.emplace_back();
-        out.back().file = &f;
-      }
-      LLine& L = out.back();
-      if (cont) {  // the '+' becomes a separator
-        L.raw += ' ';
-        L.line.push_back(lineno);
-        L.col.push_back(static_cast<int>(b));
-      }
-      size_t last = b;  // one past the last non-space character kept
-      for (size_t k = b; k < e && k < s.size(); ++k) {
-        L.raw += s[k];
-        L.line.push_back(lineno);
-        L.col.push_back(static_cast<int>(k) + 1);
-        if (!is_space(s[k])) last = k + 1;
-      }
-      if (last > b || !cont || L.end_line == 0) {
-        L.end_line = lineno;
-        L.end_col = static_cast<int>(last) + 1;
-      }
-    }
-    for (LLine& L : out) L.text = to_lower(L.raw);
-    return out;
   }
 
   // ---- tokens ----------------------------------------------------------------------------------
 
   // Splits a logical line into words, '=', '(', ')' and ','. {..} groups and quoted strings stay inside
-  // one word even when they contain spaces.
+  // one word even when they contain spaces. `toks` is cleared first.
   bool tokenize(const LLine& L, Tokens& toks) {
-    const std::string& s = L.text;
+    toks.clear();
+    std::string_view s = L.text;
     size_t i = 0, n = s.size();
     bool space = true;
     while (i < n) {
       char c = s[i];
-      if (is_space(c)) {
+      unsigned char cc = char_class(c);
+      if (cc == kSpace) {
         space = true;
         ++i;
         continue;
@@ -255,17 +486,14 @@ class SpiceParser {
       t.space_before = space;
       space = false;
       t.len = 1;
-      if (c == '=') {
-        t.kind = Tk::Eq;
-      } else if (c == '(') {
-        t.kind = Tk::LParen;
-      } else if (c == ')') {
-        t.kind = Tk::RParen;
-      } else if (c == ',') {
-        t.kind = Tk::Comma;
+      if (cc == kSep) {
+        t.kind = c == '=' ? Tk::Eq : c == '(' ? Tk::LParen : c == ')' ? Tk::RParen : Tk::Comma;
       } else {
         size_t j = i;
-        while (j < n && !is_space(s[j]) && !is_separator(s[j])) {
+        for (;;) {
+          while (j < n && !(char_class(s[j]) & (kSpace | kSep | kGroup))) ++j;
+          if (j >= n || char_class(s[j]) != kGroup) break;
+          t.grouped = true;
           if (s[j] == '{') {
             int depth = 0;
             size_t k = j;
@@ -277,12 +505,10 @@ class SpiceParser {
             j = k + 1;
           } else if (s[j] == '\'' || s[j] == '"') {
             size_t k = s.find(s[j], j + 1);
-            if (k == std::string::npos) return err(at(L, j), fmt::format("unterminated quote {}", s[j]));
+            if (k == std::string_view::npos) return err(at(L, j), fmt::format("unterminated quote {}", s[j]));
             j = k + 1;
-          } else if (s[j] == '}') {
+          } else {  // '}'
             return err(at(L, j), "unbalanced '}': no matching '{'");
-          } else {
-            ++j;
           }
         }
         t.kind = Tk::Word;
@@ -303,10 +529,12 @@ class SpiceParser {
   }
 
   // Reads one value at token i: adjacent tokens with balanced parentheses ("2*(a+b)", "{x + 1}", "1k").
-  bool read_value(const LLine& L, const Tokens& t, size_t& i, ValueExpr& v, const std::string& what) {
-    if (i >= t.size()) return err(end_of(L), fmt::format("expected {}, got end of line", what));
+  // `what` (a string, or a callable formatting one) names the expected value in error messages.
+  template <class What>
+  bool read_value(const LLine& L, const Tokens& t, size_t& i, ValueExpr& v, const What& what) {
+    if (i >= t.size()) return err(end_of(L), fmt::format("expected {}, got end of line", what_text(what)));
     if (t[i].kind != Tk::Word && t[i].kind != Tk::LParen)
-      return err(at(L, t[i]), fmt::format("expected {}, got '{}'", what, tok_text(L, t[i])));
+      return err(at(L, t[i]), fmt::format("expected {}, got '{}'", what_text(what), tok_text(L, t[i])));
     size_t start = i;
     int depth = 0;
     size_t open = i;
@@ -325,8 +553,8 @@ class SpiceParser {
     }
     if (depth > 0) return err(at(L, t[open]), "unbalanced parenthesis: '(' is never closed");
     const Token& last = t[i - 1];
-    v.text = L.text.substr(t[start].off, last.off + last.len - t[start].off);
-    v.loc = at(L, t[start]);
+    v.text.assign(L.text.data() + t[start].off, last.off + last.len - t[start].off);
+    set_at(v.loc, L, t[start].off);
     return true;
   }
 
@@ -335,35 +563,38 @@ class SpiceParser {
     pa.name = tok_text(L, t[i]);
     pa.loc = at(L, t[i]);
     i += 2;
-    ValueExpr v;
-    if (!read_value(L, t, i, v, fmt::format("a value after '{}='", pa.name))) return false;
-    pa.values.push_back(std::move(v));
+    if (!read_value(L, t, i, pa.values.emplace_back(), [&] { return fmt::format("a value after '{}='", pa.name); })) {
+      pa.values.pop_back();
+      return false;
+    }
     return true;
   }
 
   // ---- dispatch --------------------------------------------------------------------------------
 
-  // Returns false to stop reading this file (.end).
-  bool process(const LLine& L, int depth) {
+  // Returns false to stop reading this file (.end). `toks` is scratch space for the tokens.
+  bool process(const LLine& L, int depth, Tokens& t) {
     // The card name decides whether the rest of the line is tokenized (.include takes a raw file name).
+    std::string_view text(L.text);
     size_t b = 0;
-    while (b < L.text.size() && is_space(L.text[b])) ++b;
-    size_t e = b;
-    while (e < L.text.size() && !is_space(L.text[e])) ++e;
-    std::string first = L.text.substr(b, e - b);
+    while (b < text.size() && is_space(text[b])) ++b;
+    size_t e = b;  // end of the card word (only needed for dot cards)
+    if (in_control_ || (b < text.size() && text[b] == '.'))
+      while (e < text.size() && !is_space(text[e])) ++e;
+    std::string_view first(text.data() + b, e - b);
     if (in_control_) {
       if (first == ".endc") in_control_ = false;
       return true;
     }
-    if (first.empty()) return true;
-    size_t nul = L.text.find('\0');
-    if (nul != std::string::npos) {
+    if (b == text.size()) return true;
+    size_t nul = L.file->has_nul ? text.find('\0') : std::string_view::npos;
+    if (nul != std::string_view::npos) {
       err(at(L, nul), "unexpected NUL byte; is this a text netlist?");
       return true;
     }
-    if (first[0] == '.') {
+    if (text[b] == '.') {
       // Cards that end in parentheses ("d(") are split by the tokenizer; compare only the card word.
-      std::string card = first.substr(0, first.find_first_of("=(),"));
+      std::string_view card = first.substr(0, first.find_first_of("=(),"));
       if (card == ".include" || card == ".inc") {
         include(L, b, e, depth);
         return true;
@@ -378,15 +609,14 @@ class SpiceParser {
         return true;
       }
       if (card == ".title") {
-        out_.title = trim(L.raw.substr(e));
+        std::string raw = L.raw();
+        out_.title = trim(std::string_view(raw).substr(e));
         return true;
       }
-      Tokens t;
       if (!tokenize(L, t)) return true;
       dot_card(L, t, card);
       return true;
     }
-    Tokens t;
     if (!tokenize(L, t)) return true;
     if (t.empty()) return true;
     device(L, t);
@@ -396,7 +626,7 @@ class SpiceParser {
   std::vector<DeviceInstance>& cur_devices() {
     return cur_sub_ >= 0 ? out_.subckts[cur_sub_].devices : out_.devices;
   }
-  std::map<std::string, SourceLoc>& cur_device_names() { return cur_sub_ >= 0 ? sub_devices_ : top_devices_; }
+  NameIndex& cur_device_names() { return cur_sub_ >= 0 ? sub_devices_ : top_devices_; }
 
   std::string known_keys() const {
     std::string s;
@@ -411,50 +641,53 @@ class SpiceParser {
       err(at(L, t[0]), fmt::format("expected a device name or a dot card, got '{}'", tok_text(L, t[0])));
       return;
     }
-    DeviceInstance d;
+    std::vector<DeviceInstance>& devices = cur_devices();
+    DeviceInstance& d = devices.emplace_back();  // built in place; removed again if the line is rejected
+    if (!device_fields(L, t, d)) {
+      devices.pop_back();
+      return;
+    }
+    auto [first, added] = cur_device_names().try_emplace(d.name, devices.size() - 1, names_of(devices));
+    if (!added) {
+      err(d.loc, fmt::format("duplicate device name '{}' ({})", d.name, first_defined(devices[first].loc, d.loc)));
+      devices.pop_back();
+    }
+  }
+
+  bool device_fields(const LLine& L, const Tokens& t, DeviceInstance& d) {
     d.name = tok_text(L, t[0]);
-    d.loc = at(L, t[0]);
+    set_at(d.loc, L, t[0].off);
     char c = d.name[0];
-    if (!std::isalpha(static_cast<unsigned char>(c))) {
-      err(d.loc, fmt::format("expected a device name (starting with a device letter: {}) or a dot card, got '{}'",
-                             known_keys(), d.name));
-      return;
-    }
-    if (d.name.find_first_of("{}'\"") != std::string::npos) {
-      err(d.loc, fmt::format("invalid device name '{}'", d.name));
-      return;
-    }
-    bool ok = false;
+    if (!is_alpha(c))
+      return err(d.loc, fmt::format("expected a device name (starting with a device letter: {}) or a dot card, got "
+                                    "'{}'",
+                                    known_keys(), d.name));
+    if (t[0].grouped) return err(d.loc, fmt::format("invalid device name '{}'", d.name));
     if (c == 'x') {
       d.type = "x";
-      ok = subckt_instance(L, t, d);
-    } else {
-      const DeviceType* type = cat_.find(std::string(1, c));
-      if (!type) {
-        err(d.loc, fmt::format("unknown device type '{}' (known: {})", c, known_keys()));
-        return;
-      }
-      d.type = type->key;
-      ok = typed_device(L, t, *type, d);
+      return subckt_instance(L, t, d);
     }
-    if (!ok) return;
-    auto& names = cur_device_names();
-    auto it = names.find(d.name);
-    if (it != names.end()) {
-      err(d.loc, fmt::format("duplicate device name '{}' ({})", d.name, first_defined(it->second, d.loc)));
-      return;
-    }
-    names.emplace(d.name, d.loc);
-    cur_devices().push_back(std::move(d));
+    const DeviceType* type = type_of_letter(c);
+    if (!type) return err(d.loc, fmt::format("unknown device type '{}' (known: {})", c, known_keys()));
+    d.type = type->key;
+    return typed_device(L, t, *type, d);
   }
 
   bool node_token(const LLine& L, const Tokens& t, size_t i, DeviceInstance& d) {
-    std::string n = tok_text(L, t[i]);
-    if (n.find_first_of("{}'\"") != std::string::npos)
-      return err(at(L, t[i]), fmt::format("expected a node name, got '{}'", n));
-    d.nodes.push_back(n);
-    d.node_locs.push_back(at(L, t[i]));
+    std::string_view n = tok_text(L, t[i]);
+    if (t[i].grouped) return err(at(L, t[i]), fmt::format("expected a node name, got '{}'", n));
+    d.nodes.emplace_back(n);
+    set_at(d.node_locs.emplace_back(), L, t[i].off);
     return true;
+  }
+
+  // Appends an assignment with no values yet to d.params.
+  static ParamAssign& add_param(DeviceInstance& d, std::string_view name, bool is_list, const SourceLoc& loc) {
+    ParamAssign& pa = d.params.emplace_back();
+    pa.name = name;
+    pa.is_list = is_list;
+    pa.loc = loc;
+    return pa;
   }
 
   bool typed_device(const LLine& L, const Tokens& t, const DeviceType& type, DeviceInstance& d) {
@@ -463,6 +696,8 @@ class SpiceParser {
       return err(at(L, t[0]), fmt::format("{} '{}' has a parameter-dependent number of pins and is only available in "
                                           "YAML netlists", type.long_name, tok_text(L, t[0])));
     size_t want = type.pins.size();
+    d.nodes.reserve(want);
+    d.node_locs.reserve(want);
     for (size_t k = 0; k < want; ++k, ++i) {
       if (!is_word(t, i) || is_named(t, i)) {
         std::string pins;
@@ -497,46 +732,38 @@ class SpiceParser {
         continue;
       }
       if (is_named(t, i)) {
-        ParamAssign pa;
-        if (!read_named(L, t, i, pa)) return false;
-        d.params.push_back(std::move(pa));
+        if (!read_named(L, t, i, d.params.emplace_back())) return false;
         continue;
       }
       if (!is_value_start(t, i))
         return err(at(L, t[i]), fmt::format("unexpected '{}' in {} '{}'", tok_text(L, t[i]), type.long_name, d.name));
       // A bare word naming a flag parameter ("off") sets it.
       if (t[i].kind == Tk::Word && (i + 1 >= t.size() || t[i + 1].space_before || t[i + 1].kind != Tk::LParen)) {
-        std::string w = tok_text(L, t[i]);
+        std::string_view w = tok_text(L, t[i]);
         bool flag = false;
         for (const ParamSpec& s : type.params)
           if (s.kind == ParamKind::Flag && w == s.name) flag = true;
         if (flag) {
-          ParamAssign pa;
-          pa.name = w;
-          pa.loc = at(L, t[i]);
+          ParamAssign& pa = add_param(d, w, false, at(L, t[i]));
           pa.values.push_back(ValueExpr{"1", pa.loc});
-          d.params.push_back(std::move(pa));
           ++i;
           continue;
         }
       }
-      ParamAssign pa;
-      SourceLoc vloc = at(L, t[i]);
       if (npos >= type.positional.size()) {
         if (type.positional.empty())
-          return err(vloc, fmt::format("unexpected value '{}' for {} '{}'; expected name=value parameters",
-                                       tok_text(L, t[i]), type.long_name, d.name));
+          return err(at(L, t[i]), fmt::format("unexpected value '{}' for {} '{}'; expected name=value parameters",
+                                              tok_text(L, t[i]), type.long_name, d.name));
         std::string names;
         for (const std::string& p : type.positional) names += (names.empty() ? "" : " ") + p;
-        return err(vloc, fmt::format("too many values for {} '{}': expected at most {} ({}), then name=value",
-                                     type.long_name, d.name, type.positional.size(), names));
+        return err(at(L, t[i]), fmt::format("too many values for {} '{}': expected at most {} ({}), then name=value",
+                                            type.long_name, d.name, type.positional.size(), names));
       }
-      ValueExpr v;
+      ParamAssign& pa = d.params.emplace_back();
+      ValueExpr& v = pa.values.emplace_back();
       if (!read_value(L, t, i, v, "a value")) return false;
       pa.name = type.positional[npos++];
       pa.loc = v.loc;
-      pa.values.push_back(std::move(v));
-      d.params.push_back(std::move(pa));
     }
     return true;
   }
@@ -551,52 +778,40 @@ class SpiceParser {
         continue;
       }
       if (is_named(t, i)) {
-        ParamAssign pa;
+        ParamAssign& pa = d.params.emplace_back();
         if (!read_named(L, t, i, pa)) return false;
         if (pa.name == "dc") have_dc = true;
-        d.params.push_back(std::move(pa));
         continue;
       }
-      std::string w = is_word(t, i) ? tok_text(L, t[i]) : std::string();
+      std::string_view w = is_word(t, i) ? tok_text(L, t[i]) : std::string_view();
       SourceLoc kloc = at(L, t[i]);
       if (w == "sffm" || w == "am" || w == "trnoise" || w == "trrandom")
         return err(kloc, fmt::format("source function '{}' is not supported (use DC, AC, PULSE, SIN, EXP or PWL)", w));
       if (keyword_at(i) && w == "dc") {
         ++i;
-        ParamAssign pa{"dc", {}, false, kloc};
-        ValueExpr v;
-        if (!read_value(L, t, i, v, "a value after DC")) return false;
-        pa.values.push_back(std::move(v));
-        d.params.push_back(std::move(pa));
+        ParamAssign& pa = add_param(d, "dc", false, kloc);
+        if (!read_value(L, t, i, pa.values.emplace_back(), "a value after DC")) return false;
         have_dc = true;
         continue;
       }
       if (keyword_at(i) && w == "ac") {
         ++i;
-        ParamAssign mag{"acmag", {}, false, kloc};
+        ParamAssign& mag = add_param(d, "acmag", false, kloc);
         if (is_value_start(t, i) && !keyword_at(i)) {
-          ValueExpr v;
-          if (!read_value(L, t, i, v, "the AC magnitude")) return false;
-          mag.values.push_back(std::move(v));
+          if (!read_value(L, t, i, mag.values.emplace_back(), "the AC magnitude")) return false;
           while (i < t.size() && t[i].kind == Tk::Comma) ++i;
           if (is_value_start(t, i) && !keyword_at(i)) {
-            ParamAssign ph{"acphase", {}, false, at(L, t[i])};
-            ValueExpr pv;
-            if (!read_value(L, t, i, pv, "the AC phase")) return false;
-            ph.values.push_back(std::move(pv));
-            d.params.push_back(std::move(mag));
-            d.params.push_back(std::move(ph));
-            continue;
+            ParamAssign& ph = add_param(d, "acphase", false, at(L, t[i]));  // (mag may have moved)
+            if (!read_value(L, t, i, ph.values.emplace_back(), "the AC phase")) return false;
           }
         } else {
           mag.values.push_back(ValueExpr{"1", kloc});  // "AC" alone: magnitude 1
         }
-        d.params.push_back(std::move(mag));
         continue;
       }
       if (keyword_at(i)) {  // pulse sin exp pwl
         ++i;
-        ParamAssign pa{w, {}, true, kloc};
+        ParamAssign& pa = add_param(d, w, true, kloc);
         bool paren = i < t.size() && t[i].kind == Tk::LParen;
         size_t open = i;
         if (paren) ++i;
@@ -611,9 +826,9 @@ class SpiceParser {
           } else if (!is_value_start(t, i) || keyword_at(i)) {
             break;
           }
-          ValueExpr v;
-          if (!read_value(L, t, i, v, fmt::format("a value or ')' in {}(...)", to_upper(w)))) return false;
-          pa.values.push_back(std::move(v));
+          if (!read_value(L, t, i, pa.values.emplace_back(),
+                          [&] { return fmt::format("a value or ')' in {}(...)", to_upper(w)); }))
+            return false;
         }
         for (const ListSpec& s : kListSpecs) {
           if (w != s.name) continue;
@@ -623,7 +838,6 @@ class SpiceParser {
             return err(kloc, fmt::format("{} takes {} ({}), got {}", to_upper(w), range, s.args, n));
           }
         }
-        d.params.push_back(std::move(pa));
         continue;
       }
       if (!is_value_start(t, i))
@@ -632,17 +846,15 @@ class SpiceParser {
         return err(kloc, fmt::format("unexpected value '{}' for {} '{}'; expected DC, AC, PULSE, SIN, EXP, PWL "
                                      "or name=value",
                                      tok_text(L, t[i]), type.long_name, d.name));
-      ParamAssign pa{"dc", {}, false, kloc};
-      ValueExpr v;
-      if (!read_value(L, t, i, v, "a value")) return false;
-      pa.values.push_back(std::move(v));
-      d.params.push_back(std::move(pa));
+      ParamAssign& pa = add_param(d, "dc", false, kloc);
+      if (!read_value(L, t, i, pa.values.emplace_back(), "a value")) return false;
       have_dc = true;
     }
     return true;
   }
 
-  static std::string to_upper(std::string s) {
+  static std::string to_upper(std::string_view v) {
+    std::string s(v);
     for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return s;
   }
@@ -650,7 +862,8 @@ class SpiceParser {
   // X1 n1 n2 ... subname [params:] [p=v ...]
   bool subckt_instance(const LLine& L, const Tokens& t, DeviceInstance& d) {
     size_t i = 1;
-    std::vector<size_t> bare;
+    std::vector<size_t>& bare = bare_;  // token indices of the nodes and the subcircuit name
+    bare.clear();
     while (i < t.size()) {
       if (t[i].kind == Tk::Comma) {
         ++i;
@@ -666,6 +879,8 @@ class SpiceParser {
     if (bare.empty())
       return err(at_or_end(L, t, i), fmt::format("expected nodes and a subcircuit name for subcircuit instance '{}'",
                                                  d.name));
+    d.nodes.reserve(bare.size() - 1);
+    d.node_locs.reserve(bare.size() - 1);
     for (size_t k = 0; k + 1 < bare.size(); ++k)
       if (!node_token(L, t, bare[k], d)) return false;
     d.model = tok_text(L, t[bare.back()]);
@@ -679,9 +894,7 @@ class SpiceParser {
       if (!is_named(t, i))
         return err(at(L, t[i]), fmt::format("expected name=value after the subcircuit name '{}', got '{}'", d.model,
                                             tok_text(L, t[i])));
-      ParamAssign pa;
-      if (!read_named(L, t, i, pa)) return false;
-      d.params.push_back(std::move(pa));
+      if (!read_named(L, t, i, d.params.emplace_back())) return false;
     }
     return true;
   }
@@ -736,7 +949,7 @@ class SpiceParser {
     cur_sub_ = -1;
   }
 
-  void dot_card(const LLine& L, const Tokens& t, const std::string& card) {
+  void dot_card(const LLine& L, const Tokens& t, std::string_view card) {
     SourceLoc cloc = at(L, t[0]);
     if (card == ".model") return model(L, t);
     if (card == ".subckt") return subckt(L, t);
@@ -815,17 +1028,13 @@ class SpiceParser {
     m.type = tok_text(L, t[2]);
     m.loc = at(L, t[1]);
     if (!named_list(L, t, 3, m.params, ".model " + m.name, true)) return;
-    auto& names = cur_sub_ >= 0 ? sub_models_ : models_;
-    auto it = names.find(m.name);
-    if (it != names.end()) {
-      err(m.loc, fmt::format("duplicate .model '{}' ({})", m.name, first_defined(it->second, m.loc)));
+    std::vector<ModelDef>& models = cur_sub_ >= 0 ? out_.subckts[cur_sub_].models : out_.models;
+    auto [first, added] = (cur_sub_ >= 0 ? sub_models_ : models_).try_emplace(m.name, models.size(), names_of(models));
+    if (!added) {
+      err(m.loc, fmt::format("duplicate .model '{}' ({})", m.name, first_defined(models[first].loc, m.loc)));
       return;
     }
-    names.emplace(m.name, m.loc);
-    if (cur_sub_ >= 0)
-      out_.subckts[cur_sub_].models.push_back(std::move(m));
-    else
-      out_.models.push_back(std::move(m));
+    models.push_back(std::move(m));
   }
 
   void subckt(const LLine& L, const Tokens& t) {
@@ -842,7 +1051,7 @@ class SpiceParser {
     s.name = tok_text(L, t[1]);
     s.loc = at(L, t[1]);
     size_t i = 2;
-    std::map<std::string, SourceLoc> ports;
+    std::unordered_set<std::string_view> ports;  // views into L.text
     while (i < t.size()) {
       if (t[i].kind == Tk::Comma) {
         ++i;
@@ -853,27 +1062,24 @@ class SpiceParser {
         err(at(L, t[i]), fmt::format("expected a port name in .subckt '{}', got '{}'", s.name, tok_text(L, t[i])));
         return;
       }
-      std::string p = tok_text(L, t[i]);
-      if (ports.count(p)) {
+      std::string_view p = tok_text(L, t[i]);
+      if (!ports.insert(p).second) {
         err(at(L, t[i]), fmt::format("duplicate port '{}' in .subckt '{}'", p, s.name));
         return;
       }
-      ports.emplace(p, at(L, t[i]));
-      s.ports.push_back(p);
+      s.ports.emplace_back(p);
       ++i;
     }
     if (is_word(t, i) && tok_text(L, t[i]) == "params:") ++i;
     if (!named_list(L, t, i, s.params, ".subckt " + s.name)) return;
-    auto it = subckts_.find(s.name);
-    if (it != subckts_.end()) {
-      err(s.loc, fmt::format("duplicate .subckt '{}' ({})", s.name, first_defined(it->second, s.loc)));
+    auto [first, added] = subckts_.try_emplace(s.name, out_.subckts.size(), names_of(out_.subckts));
+    if (!added) {
+      err(s.loc, fmt::format("duplicate .subckt '{}' ({})", s.name, first_defined(out_.subckts[first].loc, s.loc)));
       // Parse the body anyway (into a scratch definition) so its lines do not leak into the top level.
-    } else {
-      subckts_.emplace(s.name, s.loc);
     }
     out_.subckts.push_back(std::move(s));
     cur_sub_ = static_cast<int>(out_.subckts.size()) - 1;
-    if (it != subckts_.end()) scratch_sub_ = cur_sub_;
+    if (!added) scratch_sub_ = cur_sub_;
     sub_devices_.clear();
     sub_models_.clear();
   }
@@ -1032,30 +1238,31 @@ class SpiceParser {
   // .include "file" (relative to the including file). b..e is the card word in L.text.
   void include(const LLine& L, size_t b, size_t e, int depth) {
     SourceLoc cloc = at(L, b);
+    const std::string raw = L.raw();
     size_t p = e;
-    while (p < L.raw.size() && is_space(L.raw[p])) ++p;
-    if (p >= L.raw.size()) {
+    while (p < raw.size() && is_space(raw[p])) ++p;
+    if (p >= raw.size()) {
       err(end_of(L), "expected a file name after .include");
       return;
     }
     SourceLoc floc = at(L, p);
     std::string name;
-    char q = L.raw[p];
+    char q = raw[p];
     if (q == '"' || q == '\'') {
-      size_t close = L.raw.find(q, p + 1);
+      size_t close = raw.find(q, p + 1);
       if (close == std::string::npos) {
         err(floc, fmt::format("unterminated quote {} in .include file name", q));
         return;
       }
-      name = L.raw.substr(p + 1, close - p - 1);
+      name = raw.substr(p + 1, close - p - 1);
       size_t rest = close + 1;
-      while (rest < L.raw.size() && is_space(L.raw[rest])) ++rest;
-      if (rest < L.raw.size()) {
+      while (rest < raw.size() && is_space(raw[rest])) ++rest;
+      if (rest < raw.size()) {
         err(at(L, rest), "unexpected text after the .include file name");
         return;
       }
     } else {
-      name = trim(L.raw.substr(p));
+      name = trim(raw.substr(p));
     }
     if (name.empty()) {
       err(floc, "expected a file name after .include");
@@ -1074,9 +1281,7 @@ class SpiceParser {
       }
       Status s = detail::include_yaml(path, cat_, out_, depth + 1, floc);
       st_.merge(s);
-      for (const DeviceInstance& d : out_.devices) top_devices_.emplace(d.name, d.loc);
-      for (const ModelDef& m : out_.models) models_.emplace(m.name, m.loc);
-      for (const SubcktDef& s2 : out_.subckts) subckts_.emplace(s2.name, s2.loc);
+      index_top_level();
       return;
     }
     std::string text, why;
@@ -1084,7 +1289,7 @@ class SpiceParser {
       err(floc, fmt::format("cannot open include file '{}': {}", path, why));
       return;
     }
-    parse_text(path, text, false, depth + 1);
+    parse_text(path, std::move(text), false, depth + 1);
   }
 };
 
@@ -1124,7 +1329,7 @@ Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNe
   if (!read_text_file(path, text, why))
     return Status::input(fmt::format("cannot open include file '{}': {}", path, why), at);
   SpiceParser p(cat, out);
-  p.parse_text(path, text, false, depth);
+  p.parse_text(path, std::move(text), false, depth);
   p.finish();
   return p.status();
 }

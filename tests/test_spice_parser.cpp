@@ -2,6 +2,7 @@
 // subcircuits, and located error messages.
 #include <doctest/doctest.h>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <unistd.h>
@@ -425,6 +426,7 @@ TEST_CASE("spice parser: includes are relative to the including file") {
   st = parse_netlist(dir + "/nope.yaml", cat(), pn);
   REQUIRE_FALSE(st.ok());
   CHECK(st.errors[0].message == "cannot open netlist '" + dir + "/nope.yaml': No such file or directory");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("spice parser: located errors") {
@@ -475,8 +477,10 @@ TEST_CASE("spice parser: located errors") {
       {"t\nl1 a b 1u 2\n", "too many values for inductor 'l1'", 2, 11},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.deck);
+    std::string deck = c.deck;
+    CAPTURE(deck);
     Diag d = parse_err(c.deck);
+    CAPTURE(d.message);
     CHECK(d.message.rfind(c.message, 0) == 0);
     CHECK(d.loc.file == "deck.cir");
     CHECK(d.loc.line == c.line);

@@ -1,6 +1,7 @@
 // Tests for engine/yaml_parser.cpp: the documented format, includes (YAML and SPICE), extra sections and
 // located errors.
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <unistd.h>
@@ -363,6 +364,7 @@ TEST_CASE("yaml parser: includes of YAML and SPICE files") {
   st = parse_yaml(dir + "/absent.yaml", cat(), pn);
   REQUIRE_FALSE(st.ok());
   CHECK(st.errors[0].message == "cannot open netlist '" + dir + "/absent.yaml': No such file or directory");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("yaml parser: located errors") {
@@ -423,8 +425,10 @@ TEST_CASE("yaml parser: located errors") {
       {"include: [nope.yaml]\n", "cannot open include file 'nope.yaml'", 1, 11},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.text);
+    std::string text = c.text;
+    CAPTURE(text);
     Diag d = parse_err(c.text);
+    CAPTURE(d.message);
     CHECK(d.message.rfind(c.message, 0) == 0);
     if (c.line > 0) CHECK(d.loc.file == "net.yaml");
     CHECK(d.loc.line == c.line);

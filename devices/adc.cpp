@@ -1,0 +1,164 @@
+// Analog-to-digital converter (see adc.hpp): transfer function, input-resistance stamps, code probes and
+// SPICE export as the input resistors only (the codes are computed by anasim).
+#include "devices/adc.hpp"
+#include <cmath>
+#include <fmt/format.h>
+#include "devices/random.hpp"
+#include "devices/registry.hpp"
+
+namespace anasim {
+
+namespace {
+constexpr int kMaxInputs = 1 << 20;  // noise draw index = sample * kMaxInputs + input
+}
+
+Status validate_adc(const AdcSpec& s, std::string* param) {
+  auto bad = [&](const char* p, std::string msg) {
+    if (param) *param = p;
+    return Status::input(std::move(msg));
+  };
+  if (param) param->clear();
+  if (s.bits < 1 || s.bits > 30) return bad("bits", fmt::format("ADC bits must lie in 1..30, got {}", s.bits));
+  if (!(s.vmax > s.vmin) || !std::isfinite(s.vmax) || !std::isfinite(s.vmin))
+    return bad("vmax", fmt::format("ADC range needs finite vmin < vmax, got {} .. {} V", s.vmin, s.vmax));
+  if (!(s.rin > 0)) return bad("rin", "ADC rin must be > 0 (infinite: no input stamp)");
+  if (!(s.noise >= 0)) return bad("noise", "ADC noise must be >= 0");
+  if (!std::isfinite(s.offset) || !std::isfinite(s.gain_error) || !(1 + s.gain_error > 0))
+    return bad("gain_error", "ADC offset must be finite and gain_error > -1");
+  return {};
+}
+
+long adc_convert(const AdcSpec& s, double v, std::uint64_t sample, int k) {
+  double x = v * (1.0 + s.gain_error) + s.offset;
+  if (s.noise > 0) x += s.noise * rnd::normal(s.seed, rnd::kAdcNoise, sample * kMaxInputs + static_cast<std::uint64_t>(k));
+  const double c = std::round((x - s.vmin) / adc_lsb(s));
+  if (!(c > 0)) return 0;  // also NaN
+  return c >= static_cast<double>(adc_max_code(s)) ? adc_max_code(s) : static_cast<long>(c);
+}
+
+Adc::Adc(std::string name, SourceLoc loc, const AdcSpec& spec, std::vector<NodeId> inputs, NodeId ref)
+    : Device(std::move(name), std::move(loc)), spec_(spec), in_(std::move(inputs)), ref_(ref) {
+  spec_.seed = rnd::effective_seed(spec_.seed, this->name());
+}
+
+void Adc::declare(PatternBuilder& p) {
+  uref_ = p.unknown(ref_);
+  uin_.clear();
+  for (NodeId n : in_) uin_.push_back(p.unknown(n));
+  y_.assign(std::isfinite(spec_.rin) ? in_.size() : 0, AdmittanceStamp{});
+  for (size_t k = 0; k < y_.size(); ++k) y_[k].declare(p, uin_[k], uref_);
+}
+
+void Adc::load(LoadContext& ctx) {
+  for (const AdmittanceStamp& y : y_) y.stamp(ctx.A, 1.0 / spec_.rin);
+}
+
+void Adc::load_ac(AcLoadContext& ctx) {
+  for (const AdmittanceStamp& y : y_) y.stamp(ctx.A, std::complex<double>(1.0 / spec_.rin));
+}
+
+void Adc::dc_paths(std::vector<NodePair>& out) const {
+  if (!y_.empty())
+    for (NodeId n : in_) out.emplace_back(n, ref_);
+}
+
+void Adc::probes(std::vector<std::pair<std::string, std::string>>& out) const {
+  if (in_.size() == 1) out.emplace_back(fmt::format("code({})", name()), "");
+  else
+    for (size_t k = 0; k < in_.size(); ++k) out.emplace_back(fmt::format("code({}.{})", name(), k), "");
+  if (spec_.energy_per_conversion > 0) out.emplace_back(fmt::format("energy({})", name()), "J");
+}
+
+void Adc::probe_values(const double* x, double, std::vector<double>& out) const {
+  auto v = [x](UnknownIndex u) { return u.v < 0 ? 0.0 : x[u.v]; };
+  const double vref = v(uref_);
+  for (size_t k = 0; k < uin_.size(); ++k)
+    out.push_back(static_cast<double>(adc_convert(spec_, v(uin_[k]) - vref, sample_, static_cast<int>(k))));
+  if (spec_.energy_per_conversion > 0) out.push_back(spec_.energy_per_conversion * static_cast<double>(in_.size()));
+  ++sample_;
+}
+
+namespace {
+
+enum { kBits, kVmin, kVmax, kOffset, kGainError, kNoise, kRin, kEnergy, kSeed };
+
+class AdcType : public DeviceType {
+ public:
+  AdcType() {
+    key = "adc";
+    long_name = "adc";
+    description = "N-bit ADC sampling K node voltages (codes as probes code(<inst>[.k])) (YAML only)";
+    pins = {"in...", "ref"};
+    variadic_pins = true;
+    params = {
+        {"bits", "", 8, 1, 30, "resolution N"},
+        {"vmin", "V", 0, -kInf, kInf, "input of code 0"},
+        {"vmax", "V", 1, -kInf, kInf, "input of code 2^N - 1"},
+        {"offset", "V", 0, -kInf, kInf, "input offset error"},
+        {"gain_error", "", 0, -kInf, kInf, "relative gain error"},
+        {"noise", "V", 0, 0, kInf, "comparator noise (std, per sample)"},
+        {"rin", "ohm", 1e12, 0, kInf, "input resistance to ref (0 = infinite, no stamp)"},
+        {"energy_per_conversion", "J", 0, 0, kInf, "energy per converted input (probe energy(<inst>))",
+         ParamKind::Real, false, "energy"},
+        {"seed", "", 0, 0, 9007199254740992.0, "seed of the comparator noise (0 = from the instance name)"},
+    };
+  }
+
+  static Status from_flat(const FlatDevice& fd, AdcSpec& s) {
+    const ParamValues& p = fd.params;
+    auto fail = [&](int idx, std::string msg) {
+      return Status::input(fmt::format("adc '{}': {}", fd.name, msg), p.loc[idx].valid() ? p.loc[idx] : fd.loc);
+    };
+    for (int idx : {kBits, kSeed})
+      if (p[idx] != std::floor(p[idx]))
+        return fail(idx, fmt::format("parameter {} must be an integer, got {}", (*p.table)[idx].name, p[idx]));
+    s.bits = static_cast<int>(p[kBits]);
+    s.vmin = p[kVmin];
+    s.vmax = p[kVmax];
+    s.offset = p[kOffset];
+    s.gain_error = p[kGainError];
+    s.noise = p[kNoise];
+    s.rin = p[kRin] == 0 ? kInf : p[kRin];
+    s.energy_per_conversion = p[kEnergy];
+    s.seed = static_cast<std::uint64_t>(p[kSeed]);
+    std::string bad;
+    if (Status st = validate_adc(s, &bad); !st) {
+      const int idx = p.index_of(bad);
+      return fail(idx < 0 ? kBits : idx, st.errors[0].message);
+    }
+    if (fd.nodes.size() < 2 || fd.nodes.size() - 1 > static_cast<size_t>(kMaxInputs))
+      return Status::input(fmt::format("adc '{}' needs the sampled input nodes followed by the reference node "
+                                       "(2 to {} nodes), got {}", fd.name, kMaxInputs + 1, fd.nodes.size()),
+                           fd.loc);
+    return {};
+  }
+
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    AdcSpec s;
+    if (Status e = from_flat(fd, s); !e) {
+      st.merge(e);
+      return nullptr;
+    }
+    std::vector<NodeId> in(fd.nodes.begin(), fd.nodes.end() - 1);
+    return std::make_unique<Adc>(fd.name, fd.loc, s, std::move(in), fd.nodes.back());
+  }
+
+  // Input resistors only; the codes are anasim-side.
+  std::string spice_line(const FlatDevice& fd) const override {
+    AdcSpec s;
+    if (Status e = from_flat(fd, s); !e) return fmt::format("* adc {} not exported: {}", fd.name, e.errors[0].message);
+    const size_t k_in = fd.node_names.size() - 1;
+    std::string out = fmt::format("* adc {}: {} input(s), {} bits; codes are computed by anasim", fd.name, k_in, s.bits);
+    if (std::isfinite(s.rin))
+      for (size_t k = 0; k < k_in; ++k)
+        out += fmt::format("\n{} {} {} {}", spice_instance_name("r", fmt::format("{}.in{}", fd.name, k)),
+                           fd.node_names[k], fd.node_names.back(), s.rin);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceType> make_adc_type() { return std::make_unique<AdcType>(); }
+
+}  // namespace anasim

@@ -1,0 +1,553 @@
+// Resistive crossbar (see crossbar.hpp): parameter table, conductance loading (inline, CSV, HDF5),
+// programming non-idealities, O(R*C) expansion into internal nodes, and SPICE export.
+#include "devices/crossbar.hpp"
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <H5Cpp.h>
+#include <fmt/format.h>
+#include "devices/random.hpp"
+#include "devices/registry.hpp"
+#include "engine/parse.hpp"
+
+namespace anasim {
+
+// ---- programming ---------------------------------------------------------------------------------
+
+Status validate_crossbar(const CrossbarSpec& s, std::string* param) {
+  auto bad = [&](const char* p, std::string msg) {
+    if (param) *param = p;
+    return Status::input(std::move(msg));
+  };
+  if (param) param->clear();
+  if (s.rows < 1) return bad("rows", fmt::format("crossbar needs at least one row, got {}", s.rows));
+  if (s.cols < 1) return bad("cols", fmt::format("crossbar needs at least one column, got {}", s.cols));
+  const size_t n = static_cast<size_t>(s.rows) * static_cast<size_t>(s.cols);
+  if (s.g.size() != n)
+    return bad("g", fmt::format("crossbar of {} x {} needs {} conductances, got {}", s.rows, s.cols, n, s.g.size()));
+  for (size_t k = 0; k < n; ++k)
+    if (!(s.g[k] >= 0) || !std::isfinite(s.g[k]))
+      return bad("g", fmt::format("conductance of cell ({}, {}) is {} S; conductances must be finite and >= 0 "
+                                  "(map signed weights onto a differential pair of crossbars)",
+                                  k / s.cols, k % s.cols, s.g[k]));
+  struct NonNeg { const char* name; double v; };
+  for (const NonNeg& p : {NonNeg{"rwire_row", s.rwire_row}, NonNeg{"rwire_col", s.rwire_col},
+                          NonNeg{"rdriver", s.rdriver}, NonNeg{"rsink", s.rsink}, NonNeg{"cwire", s.cwire},
+                          NonNeg{"gmin", s.gmin}, NonNeg{"sigma_rel", s.sigma_rel}, NonNeg{"sigma_abs", s.sigma_abs}})
+    if (!(p.v >= 0) || !std::isfinite(p.v))
+      return bad(p.name, fmt::format("crossbar parameter {} must be finite and >= 0, got {}", p.name, p.v));
+  if (!(s.gmax >= s.gmin)) return bad("gmax", fmt::format("crossbar gmax {} S is below gmin {} S", s.gmax, s.gmin));
+  if (s.levels == 1 || s.levels < 0)
+    return bad("levels", fmt::format("crossbar levels must be 0 (analog) or >= 2, got {}", s.levels));
+  if (s.levels >= 2 && !std::isfinite(s.gmax))
+    return bad("gmax", "crossbar with quantization levels needs a finite gmax");
+  if (!(s.stuck_on >= 0 && s.stuck_on <= 1)) return bad("stuck_on", "crossbar stuck_on must lie in [0, 1]");
+  if (!(s.stuck_off >= 0 && s.stuck_off <= 1)) return bad("stuck_off", "crossbar stuck_off must lie in [0, 1]");
+  if (s.stuck_on + s.stuck_off > 1)
+    return bad("stuck_off", fmt::format("crossbar stuck_on + stuck_off = {} exceeds 1", s.stuck_on + s.stuck_off));
+  if (s.stuck_on > 0 && !std::isfinite(s.gmax)) return bad("gmax", "crossbar with stuck_on cells needs a finite gmax");
+  return {};
+}
+
+std::vector<double> program_crossbar(const CrossbarSpec& s) {
+  const size_t n = s.g.size();
+  std::vector<double> g(n);
+  const double step = s.levels >= 2 ? (s.gmax - s.gmin) / (s.levels - 1) : 0.0;
+  const bool stuck = s.stuck_on > 0 || s.stuck_off > 0;
+  auto clip = [&](double v) { return std::min(std::max(v, s.gmin), s.gmax); };
+  for (size_t k = 0; k < n; ++k) {
+    if (stuck) {
+      const double u = rnd::uniform(s.seed, rnd::kStuck, k);
+      if (u < s.stuck_on) { g[k] = s.gmax; continue; }
+      if (u < s.stuck_on + s.stuck_off) { g[k] = s.gmin; continue; }
+    }
+    double v = clip(s.g[k]);
+    if (step > 0) v = s.gmin + std::round((v - s.gmin) / step) * step;
+    if (s.sigma_rel > 0) v *= 1.0 + s.sigma_rel * rnd::normal(s.seed, rnd::kProgramRel, k);
+    if (s.sigma_abs > 0) v += s.sigma_abs * rnd::normal(s.seed, rnd::kProgramAbs, k);
+    g[k] = clip(v);
+  }
+  return g;
+}
+
+// ---- conductance files ---------------------------------------------------------------------------
+
+Status read_conductances_hdf5(const std::string& path, const std::string& dataset, int& rows, int& cols,
+                              std::vector<double>& g) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::input(fmt::format("cannot open HDF5 file '{}': no such file", path));
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File f(path, H5F_ACC_RDONLY);
+    if (dataset.empty() || !f.nameExists(dataset))
+      return Status::input(fmt::format("HDF5 file '{}' has no dataset '{}'", path, dataset));
+    H5::DataSet ds = f.openDataSet(dataset);
+    const H5T_class_t cls = ds.getTypeClass();
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER)
+      return Status::input(fmt::format("HDF5 dataset '{}' in '{}' is not numeric", dataset, path));
+    H5::DataSpace sp = ds.getSpace();
+    const int rank = sp.getSimpleExtentNdims();
+    if (rank != 1 && rank != 2)
+      return Status::input(fmt::format("HDF5 dataset '{}' in '{}' has rank {}; expected a 2-D (rows x cols) or 1-D "
+                                       "array", dataset, path, rank));
+    hsize_t dims[2] = {0, 0};
+    sp.getSimpleExtentDims(dims);
+    rows = rank == 2 ? static_cast<int>(dims[0]) : 0;
+    cols = rank == 2 ? static_cast<int>(dims[1]) : 0;
+    g.resize(rank == 2 ? dims[0] * dims[1] : dims[0]);
+    if (!g.empty()) ds.read(g.data(), H5::PredType::NATIVE_DOUBLE);
+  } catch (const H5::Exception& e) {
+    return Status::input(fmt::format("cannot read dataset '{}' from HDF5 file '{}': {}", dataset, path,
+                                     e.getDetailMsg()));
+  }
+  return {};
+}
+
+Status read_conductances_csv(const std::string& path, int& rows, int& cols, std::vector<double>& g) {
+  std::ifstream f(path);
+  if (!f) return Status::input(fmt::format("cannot open CSV file '{}'", path));
+  g.clear();
+  rows = cols = 0;
+  std::string line;
+  for (int lineno = 1; std::getline(f, line); ++lineno) {
+    if (size_t h = line.find('#'); h != std::string::npos) line.resize(h);
+    int count = 0;
+    const char* p = line.c_str();
+    const char* end = p + line.size();
+    while (true) {
+      while (p < end && (*p == ',' || *p == ';' || std::isspace(static_cast<unsigned char>(*p)))) ++p;
+      if (p >= end) break;
+      char* q = nullptr;
+      const double v = std::strtod(p, &q);
+      if (q == p)
+        return Status::input(fmt::format("{}:{}: expected a number, got '{}'", path, lineno,
+                                         std::string(p, std::min<size_t>(end - p, 20))));
+      g.push_back(v);
+      ++count;
+      p = q;
+    }
+    if (count == 0) continue;
+    if (cols != 0 && count != cols)
+      return Status::input(fmt::format("{}:{}: row has {} values, previous rows have {}", path, lineno, count, cols));
+    cols = count;
+    ++rows;
+  }
+  if (rows == 0) return Status::input(fmt::format("CSV file '{}' holds no values", path));
+  return {};
+}
+
+// ---- device --------------------------------------------------------------------------------------
+
+namespace {
+
+void append_int(std::string& s, int v) {
+  char buf[16];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+
+}  // namespace
+
+Crossbar::Crossbar(std::string name, SourceLoc loc, const CrossbarSpec& spec, std::vector<NodeId> pins)
+    : Device(std::move(name), std::move(loc)), spec_(spec), pins_(std::move(pins)) {
+  spec_.seed = rnd::effective_seed(spec_.seed, this->name());
+  g_ = program_crossbar(spec_);
+  row_line_ = spec_.rwire_row > 0 ? Line::PerCell : spec_.rdriver > 0 ? Line::PerLine : Line::Pin;
+  col_line_ = spec_.rwire_col > 0 ? Line::PerCell : spec_.rsink > 0 ? Line::PerLine : Line::Pin;
+}
+
+NodeId Crossbar::row_node(int i, int j) const {
+  switch (row_line_) {
+    case Line::PerCell: return row_nodes_[static_cast<size_t>(i) * spec_.cols + j];
+    case Line::PerLine: return row_nodes_[i];
+    default: return pins_[i];
+  }
+}
+
+NodeId Crossbar::col_node(int i, int j) const {
+  switch (col_line_) {
+    case Line::PerCell: return col_nodes_[static_cast<size_t>(i) * spec_.cols + j];
+    case Line::PerLine: return col_nodes_[j];
+    default: return pins_[spec_.rows + j];
+  }
+}
+
+void Crossbar::allocate(Allocator& a) {
+  const int R = spec_.rows, C = spec_.cols;
+  const bool vis = spec_.probe_nodes;
+  std::string s;  // one reused suffix buffer: no allocation per node beyond the allocator's own
+  auto suffix = [&s](char kind, int x, int y) -> const std::string& {
+    s.clear();
+    s += kind;
+    append_int(s, x);
+    if (y >= 0) {
+      s += '_';
+      append_int(s, y);
+    }
+    return s;
+  };
+  row_nodes_.clear();
+  col_nodes_.clear();
+  if (row_line_ == Line::PerCell) {
+    row_nodes_.reserve(static_cast<size_t>(R) * C);
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) row_nodes_.push_back(a.add_internal_node(*this, suffix('r', i, j), vis));
+  } else if (row_line_ == Line::PerLine) {
+    for (int i = 0; i < R; ++i) row_nodes_.push_back(a.add_internal_node(*this, suffix('r', i, -1), vis));
+  }
+  if (col_line_ == Line::PerCell) {
+    col_nodes_.reserve(static_cast<size_t>(R) * C);
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) col_nodes_.push_back(a.add_internal_node(*this, suffix('c', i, j), vis));
+  } else if (col_line_ == Line::PerLine) {
+    for (int j = 0; j < C; ++j) col_nodes_.push_back(a.add_internal_node(*this, suffix('c', j, -1), vis));
+  }
+  build_elements();
+  if (!caps_.empty()) {
+    const int first = a.add_states(static_cast<int>(caps_.size()));
+    for (size_t k = 0; k < caps_.size(); ++k) caps_[k].state = first + static_cast<int>(k);
+  }
+}
+
+void Crossbar::build_elements() {
+  const int R = spec_.rows, C = spec_.cols;
+  links_.clear();
+  caps_.clear();
+  links_.reserve(static_cast<size_t>(R) * C * (1 + (row_line_ == Line::PerCell) + (col_line_ == Line::PerCell)) + R + C);
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      const double g = g_[static_cast<size_t>(i) * C + j];
+      if (g > 0) links_.push_back({row_node(i, j), col_node(i, j), g, {}});
+    }
+  for (int i = 0; i < R && row_line_ != Line::Pin; ++i) {
+    links_.push_back({pins_[i], row_node(i, 0), 1.0 / (spec_.rdriver + spec_.rwire_row), {}});
+    if (row_line_ == Line::PerCell)
+      for (int j = 1; j < C; ++j) links_.push_back({row_node(i, j - 1), row_node(i, j), 1.0 / spec_.rwire_row, {}});
+  }
+  for (int j = 0; j < C && col_line_ != Line::Pin; ++j) {
+    links_.push_back({pins_[R + j], col_node(R - 1, j), 1.0 / (spec_.rsink + spec_.rwire_col), {}});
+    if (col_line_ == Line::PerCell)
+      for (int i = R - 2; i >= 0; --i) links_.push_back({col_node(i + 1, j), col_node(i, j), 1.0 / spec_.rwire_col, {}});
+  }
+  if (spec_.cwire > 0) {
+    auto cap = [&](NodeId n, double c) {
+      if (!n.is_ground()) caps_.push_back({n, c, {}, 0, 0, 0});
+    };
+    for (int i = 0; i < R; ++i) {
+      if (row_line_ == Line::PerCell)
+        for (int j = 0; j < C; ++j) cap(row_node(i, j), spec_.cwire);
+      else
+        cap(row_node(i, 0), C * spec_.cwire);
+    }
+    if (col_line_ == Line::PerCell) {
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) cap(col_node(i, j), spec_.cwire);
+    } else {
+      for (int j = 0; j < C; ++j) cap(col_node(0, j), R * spec_.cwire);
+    }
+  }
+}
+
+void Crossbar::declare(PatternBuilder& p) {
+  for (Link& l : links_) l.y.declare(p, p.unknown(l.a), p.unknown(l.b));
+  for (Cap& c : caps_) {
+    c.u = p.unknown(c.n);
+    p.entry(c.u, c.u, &c.diag);
+    c.rhs = p.rhs(c.u);
+  }
+}
+
+void Crossbar::load(LoadContext& ctx) {
+  for (const Link& l : links_) l.y.stamp(ctx.A, l.g);
+  for (const Cap& c : caps_) {
+    const double v = ctx.v(c.u);
+    const double i = ctx.ddt(c.state, c.c * v);
+    if (!ctx.transient()) continue;
+    const double geq = ctx.ag0 * c.c;
+    ctx.A[c.diag] += geq;
+    ctx.b[c.rhs] -= i - geq * v;
+  }
+}
+
+void Crossbar::load_ac(AcLoadContext& ctx) {
+  for (const Link& l : links_) l.y.stamp(ctx.A, std::complex<double>(l.g));
+  for (const Cap& c : caps_) ctx.A[c.diag] += std::complex<double>(0.0, ctx.omega * c.c);
+}
+
+void Crossbar::init_uic(LoadContext& ctx) {
+  for (const Cap& c : caps_) ctx.q[c.state] = c.c * ctx.v(c.u);
+}
+
+void Crossbar::dc_paths(std::vector<NodePair>& out) const {
+  out.reserve(out.size() + links_.size());
+  for (const Link& l : links_) out.emplace_back(l.a, l.b);
+}
+
+std::unique_ptr<Crossbar> make_crossbar(const std::string& name, const CrossbarSpec& spec,
+                                        const std::vector<NodeId>& pins, Status& st, const SourceLoc& loc) {
+  if (Status v = validate_crossbar(spec); !v) {
+    for (Diag& d : v.errors) {
+      d.message = fmt::format("crossbar '{}': {}", name, d.message);
+      d.loc = loc;
+    }
+    st.merge(v);
+    return nullptr;
+  }
+  const size_t want = static_cast<size_t>(spec.rows) + spec.cols;
+  if (pins.size() != want) {
+    st.merge(Status::input(fmt::format("crossbar '{}' has {} rows and {} columns and needs {} nodes ({} row inputs, "
+                                       "then {} column outputs), got {}",
+                                       name, spec.rows, spec.cols, want, spec.rows, spec.cols, pins.size()),
+                           loc));
+    return nullptr;
+  }
+  return std::make_unique<Crossbar>(name, loc, spec, pins);
+}
+
+// ---- SPICE export --------------------------------------------------------------------------------
+
+std::string crossbar_spice(const std::string& name, const CrossbarSpec& s, const std::vector<double>& g,
+                           const std::vector<std::string>& pins) {
+  const int R = s.rows, C = s.cols;
+  const bool row_cell = s.rwire_row > 0, row_line = !row_cell && s.rdriver > 0;
+  const bool col_cell = s.rwire_col > 0, col_line = !col_cell && s.rsink > 0;
+  auto rnode = [&](int i, int j) {
+    if (row_cell) return fmt::format("{}_r{}_{}", name, i, j);
+    if (row_line) return fmt::format("{}_r{}", name, i);
+    return pins[i];
+  };
+  auto cnode = [&](int i, int j) {
+    if (col_cell) return fmt::format("{}_c{}_{}", name, i, j);
+    if (col_line) return fmt::format("{}_c{}", name, j);
+    return pins[R + j];
+  };
+  std::string out = fmt::format("* crossbar {}: {} x {} cells, rows driven at column 0, columns read at row {}", name,
+                                R, C, R - 1);
+  auto line = [&out](auto&&... args) {
+    out += '\n';
+    fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...);
+  };
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      const double gij = g[static_cast<size_t>(i) * C + j];
+      if (gij > 0) line("r.{}.c{}_{} {} {} {}", name, i, j, rnode(i, j), cnode(i, j), 1.0 / gij);
+    }
+  for (int i = 0; i < R && (row_cell || row_line); ++i) {
+    line("r.{}.wr{}_0 {} {} {}", name, i, pins[i], rnode(i, 0), s.rdriver + s.rwire_row);
+    if (row_cell)
+      for (int j = 1; j < C; ++j) line("r.{}.wr{}_{} {} {} {}", name, i, j, rnode(i, j - 1), rnode(i, j), s.rwire_row);
+  }
+  for (int j = 0; j < C && (col_cell || col_line); ++j) {
+    line("r.{}.wc{}_{} {} {} {}", name, R - 1, j, pins[R + j], cnode(R - 1, j), s.rsink + s.rwire_col);
+    if (col_cell)
+      for (int i = R - 2; i >= 0; --i) line("r.{}.wc{}_{} {} {} {}", name, i, j, cnode(i + 1, j), cnode(i, j), s.rwire_col);
+  }
+  if (s.cwire > 0) {
+    auto cap = [&](const char* kind, int a, int b, const std::string& n, double c) {
+      if (n != "0") line("c.{}.{}{}_{} {} 0 {}", name, kind, a, b, n, c);
+    };
+    for (int i = 0; i < R; ++i) {
+      if (row_cell)
+        for (int j = 0; j < C; ++j) cap("cr", i, j, rnode(i, j), s.cwire);
+      else
+        cap("cr", i, 0, rnode(i, 0), C * s.cwire);
+    }
+    for (int j = 0; j < C; ++j) {
+      if (col_cell)
+        for (int i = 0; i < R; ++i) cap("cc", i, j, cnode(i, j), s.cwire);
+      else
+        cap("cc", 0, j, cnode(0, j), R * s.cwire);
+    }
+  }
+  return out;
+}
+
+// ---- device type ---------------------------------------------------------------------------------
+
+namespace {
+
+enum {
+  kRows, kCols, kG, kGFile, kGDataset, kGCsv, kRwireRow, kRwireCol, kRdriver, kRsink, kCwire, kGmin, kGmax,
+  kLevels, kSigmaRel, kSigmaAbs, kStuckOn, kStuckOff, kSeed, kProbeNodes
+};
+
+// Integer-valued parameter: error located at the parameter if it has a fractional part.
+Status integer_param(const FlatDevice& fd, int idx, int& out) {
+  const double v = fd.params[idx];
+  if (v != std::floor(v) || v > 2147483647.0)
+    return Status::input(fmt::format("crossbar '{}': parameter {} must be an integer, got {}", fd.name,
+                                     (*fd.params.table)[idx].name, v),
+                         fd.params.loc[idx].valid() ? fd.params.loc[idx] : fd.loc);
+  out = static_cast<int>(v);
+  return {};
+}
+
+// The spec of a netlist crossbar: parameters, conductances loaded from the given source, shape checks.
+Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
+  const ParamValues& p = fd.params;
+  auto at = [&](int idx) { return p.loc[idx].valid() ? p.loc[idx] : fd.loc; };
+  auto fail = [&](int idx, std::string msg) { return Status::input(fmt::format("crossbar '{}': {}", fd.name, msg), at(idx)); };
+  int rows = 0, cols = 0, levels = 0;
+  if (Status st = integer_param(fd, kRows, rows); !st) return st;
+  if (Status st = integer_param(fd, kCols, cols); !st) return st;
+  if (Status st = integer_param(fd, kLevels, levels); !st) return st;
+  const double seed = p[kSeed];
+  if (seed != std::floor(seed)) return fail(kSeed, fmt::format("seed must be an integer, got {}", seed));
+  s.seed = static_cast<std::uint64_t>(seed);
+  s.levels = levels;
+  s.rwire_row = p[kRwireRow];
+  s.rwire_col = p[kRwireCol];
+  s.rdriver = p[kRdriver];
+  s.rsink = p[kRsink];
+  s.cwire = p[kCwire];
+  s.gmin = p[kGmin];
+  s.gmax = p[kGmax];
+  s.sigma_rel = p[kSigmaRel];
+  s.sigma_abs = p[kSigmaAbs];
+  s.stuck_on = p[kStuckOn];
+  s.stuck_off = p[kStuckOff];
+  s.probe_nodes = p[kProbeNodes] != 0;
+
+  const int sources = p.has(kG) + p.has(kGFile) + p.has(kGCsv);
+  if (sources != 1)
+    return fail(sources ? (p.has(kGCsv) ? kGCsv : kGFile) : kG,
+                sources ? "give the conductances once: g (inline list), g_file + g_dataset (HDF5) or g_csv"
+                        : "needs conductances: g (inline list, row-major), g_file + g_dataset (HDF5) or g_csv (CSV)");
+  if (p.has(kGDataset) && !p.has(kGFile)) return fail(kGDataset, "g_dataset needs g_file (the HDF5 file)");
+  int frows = 0, fcols = 0;  // shape from the file (0 = unknown)
+  int src = kG;
+  if (p.has(kG)) {
+    s.g = p.list[kG];
+  } else if (p.has(kGFile)) {
+    src = kGFile;
+    if (!p.has(kGDataset)) return fail(kGFile, "g_file needs g_dataset (the dataset path, e.g. /layer0/g)");
+    const std::string path = detail::resolve_include(p.loc[kGFile].file, p.text[kGFile]);
+    if (Status st = read_conductances_hdf5(path, p.text[kGDataset], frows, fcols, s.g); !st)
+      return fail(kGFile, st.errors[0].message);
+  } else {
+    src = kGCsv;
+    const std::string path = detail::resolve_include(p.loc[kGCsv].file, p.text[kGCsv]);
+    if (Status st = read_conductances_csv(path, frows, fcols, s.g); !st) return fail(kGCsv, st.errors[0].message);
+  }
+  const long n = static_cast<long>(s.g.size());
+  if (frows > 0) {
+    if (p.has(kRows) && rows != frows)
+      return fail(kRows, fmt::format("rows = {}, but the conductance matrix has {} rows", rows, frows));
+    if (p.has(kCols) && cols != fcols)
+      return fail(kCols, fmt::format("cols = {}, but the conductance matrix has {} columns", cols, fcols));
+    rows = frows;
+    cols = fcols;
+  } else {
+    if (rows == 0 && cols == 0)
+      return fail(src, fmt::format("the {} conductances form no matrix shape: give rows and cols", n));
+    if (rows == 0 && n % cols == 0) rows = static_cast<int>(n / cols);
+    if (cols == 0 && n % rows == 0) cols = static_cast<int>(n / rows);
+    if (static_cast<long>(rows) * cols != n)
+      return fail(src, fmt::format("{} conductances do not fill {} rows x {} columns", n, rows, cols));
+  }
+  s.rows = rows;
+  s.cols = cols;
+  std::string bad;
+  if (Status st = validate_crossbar(s, &bad); !st) {
+    const int idx = bad.empty() ? -1 : p.index_of(bad);
+    return fail(idx < 0 || (bad == "g" && src != kG) ? src : idx, st.errors[0].message);
+  }
+  const size_t want = static_cast<size_t>(rows) + cols;
+  if (fd.nodes.size() != want)
+    return Status::input(fmt::format("crossbar '{}' has {} rows and {} columns and needs {} nodes ({} row inputs, "
+                                     "then {} column outputs), got {}",
+                                     fd.name, rows, cols, want, rows, cols, fd.nodes.size()),
+                         fd.loc);
+  return {};
+}
+
+class CrossbarType : public DeviceType {
+ public:
+  CrossbarType() {
+    key = "crossbar";
+    long_name = "crossbar";
+    description = "R x C array of programmable conductances with wire resistance/capacitance (YAML only)";
+    pins = {"row...", "col..."};
+    variadic_pins = true;
+    params = {
+        {"rows", "", 0, 0, 1e9, "number of rows R (0 = from the conductance matrix)"},
+        {"cols", "", 0, 0, 1e9, "number of columns C (0 = from the conductance matrix)"},
+        {"g", "S", 0, 0, kInf, "target conductances, R*C values row-major", ParamKind::List},
+        {"g_file", "", 0, 0, 0, "HDF5 file with the conductance matrix", ParamKind::Text},
+        {"g_dataset", "", 0, 0, 0, "dataset path in g_file, e.g. /layer0/g (R x C)", ParamKind::Text},
+        {"g_csv", "", 0, 0, 0, "CSV file with the conductance matrix (one row per line)", ParamKind::Text},
+        {"rwire_row", "ohm", 0, 0, kInf, "row wire resistance per segment"},
+        {"rwire_col", "ohm", 0, 0, kInf, "column wire resistance per segment"},
+        {"rdriver", "ohm", 0, 0, kInf, "row driver output resistance"},
+        {"rsink", "ohm", 0, 0, kInf, "column sink input resistance"},
+        {"cwire", "F", 0, 0, kInf, "wire capacitance per segment to ground"},
+        {"gmin", "S", 0, 0, kInf, "lowest programmable conductance (stuck-off value)"},
+        {"gmax", "S", kInf, 0, kInf, "highest programmable conductance (stuck-on value)"},
+        {"levels", "", 0, 0, 1e9, "conductance levels in [gmin, gmax] (0 = analog)"},
+        {"sigma_rel", "", 0, 0, kInf, "relative programming variation (std)"},
+        {"sigma_abs", "S", 0, 0, kInf, "absolute programming variation (std)"},
+        {"stuck_on", "", 0, 0, 1, "fraction of cells stuck at gmax"},
+        {"stuck_off", "", 0, 0, 1, "fraction of cells stuck at gmin"},
+        {"seed", "", 0, 0, 9007199254740992.0, "seed of variation and stuck cells (0 = from the instance name)"},
+        {"probe_nodes", "", 0, 0, 1, "write the internal nodes to the outputs", ParamKind::Flag},
+    };
+  }
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    CrossbarSpec s;
+    if (Status e = spec_from_flat(fd, s); !e) {
+      st.merge(e);
+      return nullptr;
+    }
+    return std::make_unique<Crossbar>(fd.name, fd.loc, s, fd.nodes);
+  }
+  std::string spice_line(const FlatDevice& fd) const override {
+    CrossbarSpec s;
+    if (Status e = spec_from_flat(fd, s); !e)
+      return fmt::format("* crossbar {} not exported: {}", fd.name, e.errors[0].message);
+    s.seed = rnd::effective_seed(s.seed, fd.name);  // as the device does
+    return crossbar_spice(fd.name, s, program_crossbar(s), fd.node_names);
+  }
+};
+
+}  // namespace
+
+FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& s, const std::vector<NodeId>& pins,
+                                const std::vector<std::string>& pin_names) {
+  FlatDevice fd;
+  fd.name = name;
+  fd.type = builtin_catalog().find("crossbar");
+  fd.nodes = pins;
+  fd.node_names = pin_names;
+  fd.params = default_params(fd.type->params);
+  ParamValues& p = fd.params;
+  auto set = [&p](int idx, double v) {
+    p.value[idx] = v;
+    p.given[idx] = 1;
+  };
+  set(kRows, s.rows);
+  set(kCols, s.cols);
+  p.list[kG] = s.g;
+  p.given[kG] = 1;
+  set(kRwireRow, s.rwire_row);
+  set(kRwireCol, s.rwire_col);
+  set(kRdriver, s.rdriver);
+  set(kRsink, s.rsink);
+  set(kCwire, s.cwire);
+  set(kGmin, s.gmin);
+  set(kGmax, s.gmax);
+  set(kLevels, s.levels);
+  set(kSigmaRel, s.sigma_rel);
+  set(kSigmaAbs, s.sigma_abs);
+  set(kStuckOn, s.stuck_on);
+  set(kStuckOff, s.stuck_off);
+  set(kSeed, static_cast<double>(s.seed));
+  set(kProbeNodes, s.probe_nodes ? 1 : 0);
+  return fd;
+}
+
+std::unique_ptr<DeviceType> make_crossbar_type() { return std::make_unique<CrossbarType>(); }
+
+}  // namespace anasim

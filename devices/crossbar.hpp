@@ -1,0 +1,131 @@
+// Resistive crossbar: an R x C array of programmable conductances with wire, driver and sink resistances
+// and wire capacitance, expanded into internal nodes in O(R*C). YAML type "crossbar"; also built directly
+// from a CrossbarSpec (make_crossbar) by the neural-network layer.
+//
+// Topology. Pins: R row inputs, then C column outputs. Cell (i, j), i = 0..R-1, j = 0..C-1, is a conductance
+// g(i,j) between row node r(i,j) and column node c(i,j). Rows are driven from the j = 0 end, columns are read
+// out at the i = R-1 end (inputs on the left, outputs at the bottom); the far ends are open:
+//
+//   row pin i --[rdriver + rwire_row]-- r(i,0) --[rwire_row]-- r(i,1) -- ... --[rwire_row]-- r(i,C-1)
+//   col pin j --[rsink + rwire_col]-- c(R-1,j) --[rwire_col]-- c(R-2,j) -- ... --[rwire_col]-- c(0,j)
+//
+// So every line has one segment per cell: the segment from the driver (sink) to the first cell, and one
+// between each pair of adjacent cells. Each segment carries cwire to ground, lumped at its cell end: r(i,j)
+// and c(i,j) each get exactly one cwire. Zero-resistance links are merged, not stamped:
+//   rwire > 0                     one internal node per cell and line ("<inst>#r<i>_<j>", "<inst>#c<i>_<j>");
+//   rwire = 0, rdriver/rsink > 0  one internal node per line ("<inst>#r<i>", "<inst>#c<j>") carrying all C
+//                                 (R) cells and the line's total capacitance;
+//   rwire = 0, rdriver/rsink = 0  the cells connect to the pin itself (its capacitance too).
+// Internal nodes are hidden from the outputs unless probe_nodes is set.
+//
+// Programming (program_crossbar), per cell, deterministic for a seed:
+//   1. stuck cells: with probability stuck_on the cell is gmax, else with probability stuck_off it is gmin;
+//      stuck cells skip steps 2-4;
+//   2. the target is clipped to [gmin, gmax];
+//   3. levels >= 2: rounded to the nearest of `levels` equally spaced values gmin .. gmax;
+//   4. variation: g * (1 + sigma_rel * n1) + sigma_abs * n2 (n1, n2 standard normal), clipped to [gmin, gmax]
+//      again (a cell cannot be programmed outside its conductance window).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+#include "engine/elaborate.hpp"
+#include "engine/stamps.hpp"
+
+namespace anasim {
+
+struct CrossbarSpec {
+  int rows = 0;                 // R: row (input) lines
+  int cols = 0;                 // C: column (output) lines
+  std::vector<double> g;        // size R*C, row-major: g[i*C + j] = target conductance of cell (i, j) [S], >= 0
+  double rwire_row = 0.0;       // [ohm] per row-wire segment
+  double rwire_col = 0.0;       // [ohm] per column-wire segment
+  double rdriver = 0.0;         // [ohm] row driver output resistance (in series with the first row segment)
+  double rsink = 0.0;           // [ohm] column sink input resistance (in series with the first column segment)
+  double cwire = 0.0;           // [F] per wire segment, to ground
+  double gmin = 0.0;            // [S] lower end of the programmable range (and stuck-off value)
+  double gmax = kInf;           // [S] upper end (and stuck-on value); must be finite with levels or stuck_on
+  int levels = 0;               // 0 = analog; >= 2 = equally spaced levels in [gmin, gmax]
+  double sigma_rel = 0.0;       // relative programming variation (std of g_prog / g - 1)
+  double sigma_abs = 0.0;       // [S] absolute programming variation (std)
+  double stuck_on = 0.0;        // fraction of cells stuck at gmax, 0..1
+  double stuck_off = 0.0;       // fraction of cells stuck at gmin, 0..1 (stuck_on + stuck_off <= 1)
+  std::uint64_t seed = 0;       // seed of variation and stuck cells; 0 = derived from the instance name by the
+                                // device (program_crossbar itself uses the value as is)
+  bool probe_nodes = false;     // write internal nodes to the outputs
+};
+
+// Checks sizes and ranges. On error, *param (if given) names the offending parameter ("" if none).
+Status validate_crossbar(const CrossbarSpec& s, std::string* param = nullptr);
+
+// Programmed conductances, size R*C row-major [S] (see the file comment). The spec must be valid.
+std::vector<double> program_crossbar(const CrossbarSpec& s);
+
+// Reads a conductance matrix [S]: an HDF5 dataset (2-D R x C, or 1-D of R*C values read row-major) or a CSV
+// file (one row per line; ',', ';' or white space between values; '#' starts a comment). rows/cols come back
+// as the matrix shape (0 for a 1-D dataset). Errors name the file (and line).
+Status read_conductances_hdf5(const std::string& path, const std::string& dataset, int& rows, int& cols,
+                              std::vector<double>& g);
+Status read_conductances_csv(const std::string& path, int& rows, int& cols, std::vector<double>& g);
+
+class Crossbar : public Device {
+ public:
+  // pins: R row nodes then C column nodes. `spec` must be valid; conductances are programmed here (seed 0 is
+  // replaced by one derived from the name, see rnd::effective_seed; spec().seed is the seed used).
+  Crossbar(std::string name, SourceLoc loc, const CrossbarSpec& spec, std::vector<NodeId> pins);
+  const CrossbarSpec& spec() const { return spec_; }
+  const std::vector<double>& conductances() const { return g_; }  // programmed, size R*C row-major [S]
+
+  void allocate(Allocator& a) override;
+  void declare(PatternBuilder& p) override;
+  void load(LoadContext& ctx) override;
+  void load_ac(AcLoadContext& ctx) override;
+  void init_uic(LoadContext& ctx) override;
+  void dc_paths(std::vector<NodePair>& out) const override;
+
+ private:
+  enum class Line { Pin, PerLine, PerCell };  // internal nodes of a row/column line (see file comment)
+  struct Link {  // conductance between two nodes
+    NodeId a, b;
+    double g;    // [S]
+    AdmittanceStamp y;
+  };
+  struct Cap {   // capacitance from a node to ground
+    NodeId n;
+    double c;    // [F]
+    UnknownIndex u;
+    Offset diag = 0, rhs = 0;
+    int state = 0;
+  };
+  NodeId row_node(int i, int j) const;
+  NodeId col_node(int i, int j) const;
+  void build_elements();
+
+  CrossbarSpec spec_;
+  std::vector<double> g_;        // programmed conductances, size R*C [S]
+  std::vector<NodeId> pins_;     // size R + C
+  Line row_line_ = Line::Pin, col_line_ = Line::Pin;
+  std::vector<NodeId> row_nodes_, col_nodes_;  // internal nodes: R*C (PerCell, index i*C+j), R or C (PerLine)
+  std::vector<Link> links_;      // cells and wire segments with nonzero conductance
+  std::vector<Cap> caps_;        // wire capacitances (merged per node), empty when cwire = 0
+};
+
+// Builds a crossbar device without a netlist. pins: R row nodes then C column nodes. Returns nullptr and
+// fills st on an invalid spec.
+std::unique_ptr<Crossbar> make_crossbar(const std::string& name, const CrossbarSpec& spec,
+                                        const std::vector<NodeId>& pins, Status& st, const SourceLoc& loc = {});
+
+// A FlatDevice of type "crossbar" carrying the spec inline (g as a list parameter), for netlists assembled
+// in code (simulate, export_spice). pins/pin_names: R rows then C columns.
+FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& spec, const std::vector<NodeId>& pins,
+                                const std::vector<std::string>& pin_names);
+
+// The crossbar as explicit ngspice elements, one per line: cells "r.<inst>.c<i>_<j>", wire segments
+// "r.<inst>.wr<i>_<j>" / "r.<inst>.wc<i>_<j>", capacitors "c.<inst>.cr<i>_<j>" / "c.<inst>.cc<i>_<j>",
+// internal nodes "<inst>_r<i>_<j>" / "<inst>_c<i>_<j>" (per line: "<inst>_r<i>" / "<inst>_c<j>").
+// g: programmed conductances (size R*C); pin_names: R rows then C columns.
+std::string crossbar_spice(const std::string& name, const CrossbarSpec& spec, const std::vector<double>& g,
+                           const std::vector<std::string>& pin_names);
+
+}  // namespace anasim

@@ -1,0 +1,85 @@
+// Exact batched evaluation of a mapped network (the same answer as a full MNA solve of build_netlist's circuit,
+// to the Newton tolerance), fast enough for Monte Carlo over the whole MNIST test set.
+//
+// Method. The crossbar tiles (cells, wire segments, driver/sink resistances, DAC output resistances) are linear
+// and symmetric positive definite once their ports are fixed, and the nonlinear periphery (op-amps, diodes, ADC
+// inputs) touches them only at ports: DAC source nodes, free row inputs (analog layers), column outputs.
+//  1. Per trial and per row block of a layer (the tiles sharing those rows), the exact port admittance
+//     Y = A_pp - A_pi A_ii^{-1} A_ip: CHOLMOD supernodal Cholesky of the whole block network ordered with the
+//     ports last (interior nodes by METIS/AMD), so that the trailing block of L gives Y = L_pp L_pp^T. The
+//     symbolic analysis is done once per pattern and reused by every trial. Blocks are summed into per-layer
+//     dense relations i_col = Ycc v_col + Ycx v_row and i_row = Yxx v_row + Ycx^T v_col (currents into the array).
+//  2. Per batch of images, Ycx times the DAC voltages of the first layer as one GEMM.
+//  3. Per image, Gauss-Seidel sweeps over the neurons of all coupled layers: each neuron's periphery (TIA;
+//     analog hidden layers also the precision rectifier and the inverter; level-2 pole nodes, level-0 branch
+//     currents, diode series-resistance nodes) is solved by Newton with its exact dense Jacobian, including the
+//     array's self-admittance at its ports; the coupling to the other ports (the rest of Ycc, the next layer's
+//     row loading Yxx and Ycx^T) is lagged and updated after every neuron by rank-1 updates. Sweeps repeat until
+//     no port voltage or periphery unknown moves by more than 1e-12 relative (+1e-15 V): the fixed point is the
+//     exact solution of the full circuit equations. Images run in parallel (OpenMP) in fixed chunks, each image
+//     on one thread: results do not depend on the thread count.
+// The device equations (op-amp levels 0-2 DC, diode, ADC transfer) follow devices/opamp.cpp, diode.cpp, adc.cpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+#include "nn/hardware.hpp"
+#include "nn/netlist_builder.hpp"
+
+namespace anasim::nn {
+
+// Periphery voltages of one layer for one image (per neuron) [V].
+struct LayerVoltages {
+  std::vector<double> c, y;       // TIA summing node and output
+  std::vector<double> h, hn;      // rectifier output and inverter output (rectifier layers)
+};
+
+struct FastStats {
+  long images = 0;
+  long sweeps = 0;                // Gauss-Seidel sweeps, summed over images (and layers in hybrid mode)
+  long newton = 0;                // local Newton iterations, summed over neurons and images
+  long failures = 0;              // images where a local Newton or the sweeps did not converge
+  double seconds_prepare = 0;     // Schur complements and tables
+  double seconds_eval = 0;
+};
+
+struct FastOptions {
+  double reltol = 1e-12;          // relative change that ends sweeps and local Newton iterations
+  double vntol = 1e-15;           // [V] absolute part of the tolerance
+  int max_sweeps = 200;
+  int max_newton = 100;
+  int chunk = 64;                 // images per GEMM chunk (fixed: results do not depend on threads)
+};
+
+class FastEvaluator {
+ public:
+  FastEvaluator();
+  ~FastEvaluator();
+  FastEvaluator(const FastEvaluator&) = delete;
+  FastEvaluator& operator=(const FastEvaluator&) = delete;
+
+  // Per trial: port admittances of every row block (reusing the symbolic analyses of an earlier call when the
+  // pattern is the same), DAC tables, periphery coefficients. `hw` must outlive the evaluator's use.
+  Status prepare(const HardwareInstance& hw, const FastOptions& opt = {});
+
+  // Classes (argmax of the last layer's ADC codes) of images rows [first, first+count) of x (pixels in [0,1]).
+  // Sample numbers (read noise) are sample0 + row index. `codes` (optional) receives count x outputs ADC codes.
+  Status classify(const MatrixRf& x, int first, int count, std::uint64_t sample0, std::vector<int>& classes,
+                  std::vector<long>* codes = nullptr);
+
+  // One image with every layer's periphery voltages; `dac_codes` (optional) receives the DAC codes of every
+  // layer as build_netlist takes them.
+  Status evaluate_one(const float* x, std::uint64_t sample, std::vector<LayerVoltages>& out,
+                      LayerCodes* dac_codes = nullptr);
+
+  const FastStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = FastStats{}; }
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  FastStats stats_;
+};
+
+}  // namespace anasim::nn

@@ -1,0 +1,191 @@
+// Hardware of an analog MLP accelerator (the `hardware:` section of a YAML file) and the mapping of a trained
+// Mlp onto it: signed weights as differential conductance pairs on crossbar tiles, TIA feedback resistors
+// calibrated on training data, precision-rectifier ReLUs (analog mode) or ADC -> digital ReLU -> DAC (hybrid
+// mode), and per-trial mismatch draws (HardwareInstance) shared by the netlist builder and the fast evaluator.
+//
+// Signed weights: differential rows. Every input i drives two physical rows, 2i at +v_i and 2i+1 at -v_i, and
+// each neuron has ONE column summing (G+ - G-) v_i into ONE transimpedance amplifier (TIA). The alternative, two
+// columns per neuron (G+ and G- into two TIAs and a difference amplifier), needs 3 op-amps per neuron instead of
+// one. Differential rows need -v_i: free for DAC-driven layers (a second DAC connected with swapped pins) and
+// one inverter per hidden neuron in analog mode. For 784-128-10: analog 128 TIA + 128 rectifier + 128 inverter +
+// 10 TIA = 394 op-amps (two columns: 256 + 128 + 128 + 20 + 10 = 542); hybrid 138 op-amps (two columns: 276).
+//
+// Per layer, with z = W a + b the pre-activation in network units and a the layer input:
+//   row voltage      v_i = v_offset + v_unit * a_i  (DAC rows; analog rows: v_offset = 0), bias rows v_bias;
+//   conductances     G+ = gmin + scale * max(w, 0), G- = gmin + scale * max(-w, 0) on the (+, -) row pair,
+//                    scale = (gmax - gmin) / max|w| (w includes the bias column, rescaled to v_bias);
+//   column current   I = scale * v_unit * z  (into the array from the TIA's summing node, up to the sign below);
+//   TIA output       y = polarity * rf * scale * v_unit * z, rf chosen so the calibrated |z| percentile lands at
+//                    headroom * (op-amp output swing);
+//   analog hidden    h = relu_inv(y) = (r2/r1) max(-y, 0) = v_unit(next) * max(z, 0), hn = -h (inverter);
+//   ADC layers       codes over [-swing, swing] (last layer) or [0, y(a_cal)] (hybrid hidden: the ADC clips the
+//                    negative half, the digital ReLU is max(code, 0), requantized to the next DAC's bits).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "devices/adc.hpp"
+#include "devices/crossbar.hpp"
+#include "devices/dac.hpp"
+#include "engine/param.hpp"
+#include "nn/mlp.hpp"
+
+namespace anasim::nn {
+
+enum class MappingMode { Analog, Hybrid };
+
+// The parameter table of the `hardware:` section (names, units, defaults, ranges, descriptions).
+const ParamTable& hardware_params();
+
+struct HardwareConfig {
+  // Conductances and programming.
+  double gmin = 1e-6;             // [S] lowest programmable conductance
+  double gmax = 100e-6;           // [S] highest programmable conductance
+  int levels = 0;                 // conductance levels in [gmin, gmax], 0 = analog
+  // Inputs.
+  double vread_min = 0.0;         // [V] row voltage of input 0 (DAC code 0)
+  double vread_max = 0.2;         // [V] row voltage of input 1 (DAC full scale); also the bias row voltage
+  int dac_bits = 8;
+  double dac_rout = 0.0;          // [ohm] DAC output resistance
+  // Array.
+  int tile_rows = 256;            // physical rows per crossbar tile (at most)
+  int tile_cols = 256;            // columns per tile (at most)
+  double rwire_row = 1.0;         // [ohm] per row-wire segment
+  double rwire_col = 1.0;         // [ohm] per column-wire segment
+  double rdriver = 10.0;          // [ohm] row driver resistance (inside each tile)
+  double rsink = 10.0;            // [ohm] column sink resistance (inside each tile)
+  // Periphery.
+  MappingMode mode = MappingMode::Analog;
+  int adc_bits = 8;
+  double adc_rin = 1e9;           // [ohm] ADC input resistance
+  double headroom = 0.5;          // calibrated |z| percentile -> this fraction of the op-amp output swing
+  double calib_percentile = 99.9; // [%]
+  int calib_samples = 2000;       // training images used for calibration
+  double rect_r1 = 10e3;          // [ohm] rectifier input resistor (r2 follows from the gain)
+  double rect_rl = 100e3;         // [ohm] rectifier output load to ground
+  double inv_r = 10e3;            // [ohm] inverter input and feedback resistors
+  double diode_is = 1e-14;        // [A] rectifier diodes: saturation current
+  double diode_n = 1.0;           //     emission coefficient
+  double diode_rs = 0.0;          // [ohm] series resistance
+  // Op-amps: the devices/opamp.cpp model. opamp_inst holds instance overrides (level, a0, ...) on the op-amp
+  // instance table, opamp_model the part's values (model table); an instance value wins.
+  std::string opamp_part = "opa1611";
+  ParamValues opamp_inst;
+  ParamValues opamp_model;
+  // Static mismatch (per trial) and read noise (per sample).
+  double sigma_g = 0.0;           // relative conductance programming variation (std)
+  double sigma_g_abs = 0.0;       // [S] absolute conductance programming variation (std)
+  double stuck_on = 0.0;          // fraction of cells stuck at gmax
+  double stuck_off = 0.0;         // fraction of cells stuck at gmin
+  double rf_tol = 0.0;            // relative std of every periphery resistor (TIA feedback, rectifier, inverter)
+  double vos_sigma = 0.0;         // [V] op-amp offset std (added to the part's vos)
+  double dac_inl_sigma = 0.0;     // [LSB] random per-code DAC INL
+  double adc_inl_sigma = 0.0;     // [LSB] random per-code ADC INL (threshold shifts, applied by nn/)
+  double read_noise = 0.0;        // [A] per-sample noise current at every TIA summing node (std)
+  std::uint64_t seed = 1;         // seed of the static draws (`nn eval`; `nn mc` takes --seed)
+};
+
+// A config with every default (op-amp part resolved).
+HardwareConfig default_hardware_config();
+
+// Reads a YAML file: its `hardware:` section, or the whole file when it has none. Keys are the table names;
+// `opamp:` is a sub-map {model: <part>, <op-amp parameter>: value, ...}. Values take SPICE suffixes. Errors are
+// located (file:line:col) Input errors.
+Status load_hardware_config(const std::string& path, HardwareConfig& cfg);
+Status parse_hardware_config(const std::string& yaml_text, const std::string& pseudo_name, HardwareConfig& cfg);
+
+// Sets one parameter from text: a table name ("sigma_g", "mode"), or "opamp.<name>" / "opamp.model".
+Status set_hardware_param(HardwareConfig& cfg, const std::string& name, const std::string& value);
+
+// An op-amp parameter as the device sees it (instance override, else the part's value), by table name.
+double opamp_param(const HardwareConfig& cfg, const char* name);
+// Output swing limits of the op-amps [V]: vhi = vpos - headroom_hi, vlo = vneg + headroom_lo.
+void opamp_swing(const HardwareConfig& cfg, double& vhi, double& vlo);
+
+const char* mode_name(MappingMode m);
+
+// One layer mapped onto hardware (nominal values; mismatch comes in HardwareInstance).
+struct LayerMapping {
+  int inputs = 0;                 // network inputs a_i (without the bias)
+  int outputs = 0;                // neurons = columns = TIAs
+  bool dac_rows = false;          // rows driven by DACs (first layer; every layer in hybrid mode)
+  bool rectifier = false;         // analog hidden layer: precision rectifier + inverter per neuron
+  bool adc = false;               // outputs digitized (last layer; hidden layers in hybrid mode)
+  bool last = false;
+  int polarity = 1;               // y = polarity * rf * scale * v_unit * z
+  MatrixRd w;                     // outputs x (inputs + 1): weights and bias column, mapped to row voltages
+  double scale = 0;               // [S per unit of w]
+  double v_unit = 0;              // [V] row voltage per unit of input
+  double v_offset = 0;            // [V] row voltage at input 0
+  double v_bias = 0;              // [V] bias row voltage
+  double z_cal = 0;               // calibrated |z| percentile (network units)
+  double a_cal = 0;               // calibrated relu(z) percentile (hidden layers)
+  double rf = 0;                  // [ohm] TIA feedback resistor
+  double rect_r2 = 0;             // [ohm] rectifier feedback resistor (rectifier layers)
+  DacSpec dac;                    // row DACs (dac_rows; also the bias rows of analog layers); seed set per instance
+  AdcSpec adc_spec;               // output ADCs (adc)
+  std::vector<int> row_blocks;    // physical-row offsets of the row tiles, size (row tiles + 1); rows = 2*(inputs+1)
+  std::vector<int> col_blocks;    // column offsets of the column tiles, size (column tiles + 1)
+  std::vector<double> g_target;   // target conductances [S], physical rows x outputs, row-major
+  int physical_rows() const { return 2 * (inputs + 1); }
+};
+
+struct MappedNetwork {
+  HardwareConfig cfg;
+  std::vector<int> sizes;         // network layer sizes
+  std::vector<LayerMapping> layers;
+  double vhi = 0, vlo = 0;        // [V] op-amp output swing limits
+  int opamps() const;             // op-amps of the mapped circuit
+};
+
+// Maps `net` onto `cfg`. `calib` holds calibration images (one per row; the first cfg.calib_samples are used).
+Status map_network(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, MappedNetwork& out);
+
+// Periphery element slots of a neuron (resistors and op-amps), in the order used by the netlist and evaluator.
+enum PeripheryResistor { kResRf, kResR1, kResR2, kResRl, kResInv1, kResInv2, kNumPeripheryRes };
+enum PeripheryOpamp { kOpTia, kOpRect, kOpInv, kNumPeripheryOps };
+
+// One crossbar tile of one trial.
+struct TileInstance {
+  std::string name;               // "xb<layer>_<row tile>_<col tile>"
+  int row0 = 0, col0 = 0;         // first physical row / column of the layer it covers
+  CrossbarSpec spec;              // rows x cols, target conductances, wires, mismatch, seed
+  std::vector<double> g;          // programmed conductances [S] (program_crossbar(spec))
+};
+
+// One layer of one trial: tiles and periphery values with mismatch drawn.
+struct LayerInstance {
+  std::vector<TileInstance> tiles;
+  std::vector<DacSpec> row_dacs;  // per physical row (DAC layers) or the 2 bias rows (analog layers, rows 0, 1 =
+                                  // physical rows 2*inputs, 2*inputs+1); seed per DAC
+  std::vector<double> res;        // outputs x kNumPeripheryRes [ohm]
+  std::vector<double> vos;        // outputs x kNumPeripheryOps [V] op-amp offsets (part vos + draw)
+  std::vector<std::vector<double>> adc_inl;  // per neuron: per-code INL [LSB] (empty without adc_inl_sigma)
+  std::uint64_t noise_seed = 0;   // read-noise stream
+  // The DAC of physical row p (DAC layers: any row; analog layers: bias rows only).
+  const DacSpec& dac_of_row(int p, int inputs) const {
+    return row_dacs.size() == 2 ? row_dacs[p - 2 * inputs] : row_dacs[p];
+  }
+};
+
+struct HardwareInstance {
+  const MappedNetwork* map = nullptr;
+  std::uint64_t seed = 0;
+  int trial = 0;
+  std::vector<LayerInstance> layers;
+};
+
+// Draws trial `trial` of seed `seed`: conductance programming (sigma_g, stuck cells; levels), periphery resistor
+// tolerances, op-amp offsets, DAC and ADC INL. Every draw depends only on (seed, trial, element name, quantity).
+void realize(const MappedNetwork& map, std::uint64_t seed, int trial, HardwareInstance& out);
+
+// Read-noise current [A] of neuron j of layer l for sample k (0 without read_noise).
+double read_noise_current(const HardwareInstance& hw, int l, int j, std::uint64_t sample);
+
+// ADC code of neuron j of layer l for input voltage v (the ADC transfer plus the INL threshold shifts).
+long adc_code(const HardwareInstance& hw, int l, int j, double v);
+
+// DAC input code of a network input a of layer l (x = clip((a - 0) / in_range, 0, 1) -> round(x * max code)).
+long input_code(const LayerMapping& lm, double x);
+
+}  // namespace anasim::nn

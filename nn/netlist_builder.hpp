@@ -1,0 +1,41 @@
+// The full mapped circuit of one input as a netlist: every crossbar tile (all wire nodes), DAC, TIA, rectifier,
+// inverter and ADC as a device of the ordinary catalog. Used by the MNA reference (`nn eval --reference`) and the
+// exports (`nn export-spice`, YAML).
+//
+// Nodes (layer l, neuron j, physical row p): v<l>_<p> DAC-driven row, c<l>_<j> TIA summing node, y<l>_<j> TIA
+// output; rectifier layers also s<l>_<j> (rectifier summing node), a<l>_<j> (rectifier op-amp output), h<l>_<j>
+// (ReLU output = row 2j of layer l+1), t<l>_<j> (inverter summing node), hn<l>_<j> (-h = row 2j+1 of layer l+1).
+// Devices: dac<l>_<p>, xb<l>_<rt>_<ct>, utia/urect/uinv<l>_<j> (op-amps), rf/r1/r2/rl/ri1/ri2<l>_<j>,
+// d1/d2<l>_<j>, adc<l>, in<l>_<j> (read-noise current sources, only with read_noise > 0).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "engine/elaborate.hpp"
+#include "nn/hardware.hpp"
+
+namespace anasim::nn {
+
+// Node and device names of the layer outputs, per layer and neuron.
+struct NetlistNames {
+  std::vector<std::vector<std::string>> tia_in, tia_out;     // c, y
+  std::vector<std::vector<std::string>> rect_out, inv_out;   // h, hn (rectifier layers; else empty)
+  std::vector<std::vector<std::string>> dacs;                // DAC device names, in LayerInstance::row_dacs order
+};
+
+// DAC input codes of every layer for one sample: codes[l] has `inputs` entries for DAC-driven layers (layer 0:
+// the input; hybrid layers: requantized ADC codes of layer l-1), and is empty for analog layers.
+using LayerCodes = std::vector<std::vector<long>>;
+
+// DAC codes of a network input row x (values in [0, 1]) for layer 0.
+std::vector<long> input_codes(const LayerMapping& lm, const float* x);
+
+// Builds the circuit of `hw` for one sample (`sample` selects the read-noise draw). The netlist has one .op
+// analysis and tight Newton tolerances (reltol 1e-10, vntol 1e-13 V, abstol 1e-16 A).
+Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::uint64_t sample, FlatNetlist& fn,
+                     NetlistNames& names);
+
+// The netlist as anasim YAML (devices with their parameters, the diode model, options, the op analysis).
+std::string netlist_yaml(const FlatNetlist& fn);
+
+}  // namespace anasim::nn
