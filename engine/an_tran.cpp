@@ -22,7 +22,8 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   Recorder rec(c, out, res);
 
   const double tstop = a.tstop;
-  const double tmax = a.tmax > 0 ? std::min(a.tmax, tstop / 50) : std::min(a.tstep, (tstop - a.tstart) / 50);
+  // Largest step [s]: tmax as given, else ngspice's default min(tstep, (tstop - tstart) / 50).
+  const double tmax = a.tmax > 0 ? a.tmax : std::min(a.tstep, (tstop - a.tstart) / 50);
   const double hmin = 1e-11 * tmax;
   ctx.q = integ.q0().data();
   ctx.time = 0.0;
@@ -54,7 +55,8 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
     res.sweep.push_back(t);
     rec.record(s.x().data(), t);
   };
-  record(0.0);
+  // With uic the t = 0 unknowns are not solved (only the states are set), so like ngspice no row is written.
+  if (!a.uic) record(0.0);
 
   // Step control follows ngspice 39's DCtran: breakpoints closer than min_break after t are dropped; at a
   // breakpoint the order drops to 1 and the step to 0.1 x min(step before the cut, distance to the next

@@ -2,10 +2,10 @@
 #include "engine/netlist.hpp"
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <fmt/format.h>
 #include "engine/parse.hpp"
 
@@ -49,18 +49,27 @@ bool read_text_file(const std::string& path, std::string& text, std::string& why
     return false;
   }
   errno = 0;
-  std::ifstream f(path, std::ios::binary);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) {
     why = std::strerror(errno ? errno : ENOENT);
     return false;
   }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) {
-    why = std::strerror(errno ? errno : EIO);
+  text.clear();
+  std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0) {  // a regular file: one read, no copies (decks of 10^6 lines)
+    text.resize(static_cast<size_t>(size));
+    text.resize(std::fread(&text[0], 1, text.size(), f));
+  }
+  char buf[1 << 16];  // then whatever else there is (pipes, a file that grew)
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+  bool failed = std::ferror(f) != 0;
+  int e = errno;
+  std::fclose(f);
+  if (failed) {
+    why = std::strerror(e ? e : EIO);
     return false;
   }
-  text = ss.str();
   return true;
 }
 

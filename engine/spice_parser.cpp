@@ -2,10 +2,10 @@
 // and the dot cards anasim understands (.model .subckt .param .include .op .dc .tran .ac .options .ic .end).
 // Every object keeps the location of its first character, even across continuation lines.
 //
-// Decks of 10^5..10^6 lines are common (flattened crossbars), so the reader does one pass over each logical
-// line with no per-character bookkeeping: tokens are views into the line, positions are computed from one
-// segment per physical line, and duplicate-name checks hash names to indices (a SourceLoc is built only for
-// the objects that keep one, and for errors).
+// Decks of 10^5..10^6 lines are common (flattened crossbars), so the reader keeps per-line work small: the file
+// is lower-cased once and a logical line is a view into it (copied only when '+' lines are joined), tokens are
+// views into the line, positions come from one segment per physical line, duplicate-name checks hash names to
+// indices, and objects are built in place in the parsed netlist. Error messages are formatted only on errors.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -241,12 +241,6 @@ class NameIndex {
     slots_ = {};
     count_ = 0;
   }
-  // Makes room for n names in all.
-  void reserve(size_t n) {
-    size_t size = 16;
-    while (size < 2 * n) size *= 2;
-    if (size > slots_.size()) rehash(size);
-  }
 
  private:
   struct Slot {
@@ -296,10 +290,7 @@ class SpiceParser {
       if (!f.lines.empty()) out_.title = trim(f.line(0));
       first = 1;
     }
-    if (depth == 0 && out_.devices.empty()) {  // a flat deck is mostly device lines
-      out_.devices.reserve(f.lines.size());
-      top_devices_.reserve(f.lines.size());
-    }
+    if (depth == 0 && out_.devices.empty()) out_.devices.reserve(f.lines.size());  // a flat deck: mostly devices
     // Logical lines are read one at a time: a line is complete when the next non-comment line does not start
     // with '+'. A '+' with no preceding line can only occur before the first line, so the errors come out in
     // file order.
