@@ -1,5 +1,6 @@
 // anasim command line: a thin front end over the engine/devices/nn libraries.
 // Exit codes: 0 success, 2 bad input (parse or validation), 3 numerical failure, 1 anything else.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,14 +40,50 @@ double since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Parses and elaborates; phase times [s] go to *t_parse and *t_elab when given.
+// Levenshtein distance, for "did you mean" hints.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> d(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t prev = d[0];
+    d[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cur = d[j];
+      d[j] = std::min({d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] != b[j - 1])});
+      prev = cur;
+    }
+  }
+  return d[b.size()];
+}
+
+// Top-level YAML sections the engine does not read are kept for other layers; a name close to an engine
+// section is almost certainly a typo ("analysis:" for "analyses:"), so it is an error.
+Status check_extra_sections(const ParsedNetlist& pn) {
+  static const char* known[] = {"title", "params", "models", "subcircuits", "devices", "analyses",
+                                "options", "ic", "outputs", "include"};
+  for (const auto& e : pn.extra)
+    for (const char* k : known)
+      if (edit_distance(e.name, k) <= 2)
+        return Status::input(fmt::format("unknown top-level section '{}'; did you mean '{}'?", e.name, k), e.loc);
+  return {};
+}
+
+void print_warnings(const Status& st) {
+  for (const auto& w : st.warnings) fmt::print(stderr, "warning: {}\n", w);
+}
+
 Status load(const std::string& file, ParsedNetlist& pn, FlatNetlist& fn, double* t_parse = nullptr,
             double* t_elab = nullptr) {
   auto t0 = std::chrono::steady_clock::now();
-  if (Status st = parse_netlist(file, builtin_catalog(), pn); !st) return st;
+  Status ps = parse_netlist(file, builtin_catalog(), pn);
+  if (!ps) return ps;
+  print_warnings(ps);
+  if (Status st = check_extra_sections(pn); !st) return st;
   if (t_parse) *t_parse = since(t0);
   t0 = std::chrono::steady_clock::now();
   Status st = elaborate(pn, builtin_catalog(), fn);
   if (t_elab) *t_elab = since(t0);
+  if (st) print_warnings(st);
   return st;
 }
 
