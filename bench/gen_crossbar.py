@@ -1,27 +1,45 @@
 #!/usr/bin/env python3
-"""Writes the crossbar operating-point benchmark deck (SPICE): an R x C resistor crossbar with a wire segment
-of `rwire` ohm between every pair of adjacent cells, a voltage source driving each row, and each column ending
-in one more wire segment into the inverting input of a VCVS (gain 1e5) with a 1k feedback resistor."""
+"""Writes the crossbar benchmark decks (SPICE): an R x C resistor crossbar with a wire segment of `rwire` ohm
+between every pair of adjacent cells, a voltage source driving each row, and each column ending in one more
+wire segment into the inverting input of a VCVS (gain 1e5) with a 1k feedback resistor. Optionally (transient
+benchmark) every wire node also has `cwire` farad to ground, each TIA a feedback capacitor `cf` across its 1k,
+and the rows are driven by PULSE sources (staggered delays) instead of DC."""
 import argparse, random
 
-def crossbar_deck(rows, cols, rwire=1.0, seed=1, analysis=".op", extra=""):
+def crossbar_deck(rows, cols, rwire=1.0, seed=1, analysis=".op", extra="", cwire=0.0, cf=0.0, pulse=None):
+    """pulse: None for DC rows, else (td_step, tr, tf, pw, per): row i gets PULSE(0 v td_step*(i % 8) tr tf pw per)
+    with the same random amplitude v its DC value would have had."""
     rnd = random.Random(seed)
-    out = [f"* crossbar {rows}x{cols} with {rwire} ohm wire segments, VCVS transimpedance read-out"]
+    title = f"* crossbar {rows}x{cols} with {rwire} ohm wire segments, VCVS transimpedance read-out"
+    if cwire:
+        title += f", {cwire:g} F per wire node"
+    out = [title]
     for i in range(rows):
-        out.append(f"v{i} rin{i} 0 dc {0.1 + 0.1 * rnd.random():.6f}")
+        v = 0.1 + 0.1 * rnd.random()
+        if pulse is None:
+            out.append(f"v{i} rin{i} 0 dc {v:.6f}")
+        else:
+            td_step, tr, tf, pw, per = pulse
+            out.append(f"v{i} rin{i} 0 dc 0 pulse(0 {v:.6f} {td_step * (i % 8):g} {tr:g} {tf:g} {pw:g} {per:g})")
         prev = f"rin{i}"
         for j in range(cols):
             out.append(f"rw{i}_{j} {prev} r{i}_{j} {rwire}")
+            if cwire:
+                out.append(f"cr{i}_{j} r{i}_{j} 0 {cwire:g}")
             prev = f"r{i}_{j}"
     for j in range(cols):
         for i in range(rows):
             g = 1e-6 + 99e-6 * rnd.random()   # 1 uS .. 100 uS
             out.append(f"rc{i}_{j} r{i}_{j} c{i}_{j} {1.0 / g:.6f}")
+            if cwire:
+                out.append(f"cc{i}_{j} c{i}_{j} 0 {cwire:g}")
             if i + 1 < rows:
                 out.append(f"rv{i}_{j} c{i}_{j} c{i + 1}_{j} {rwire}")
         out.append(f"rt{j} c{rows - 1}_{j} n{j} {rwire}")
         out.append(f"e{j} out{j} 0 0 n{j} 1e5")
         out.append(f"rf{j} n{j} out{j} 1k")
+        if cf:
+            out.append(f"cf{j} n{j} out{j} {cf:g}")
     out.append(extra.rstrip()) if extra else None
     out.append(analysis)
     out.append(".end")

@@ -1,6 +1,6 @@
 """Shared helpers for anasim's benchmarks: run ngspice and anasim on the same deck, read both results,
 time runs (median of several), and compare signals. Standard library only."""
-import csv, os, platform, shutil, statistics, struct, subprocess, tempfile, time
+import array, csv, os, platform, sys, shutil, statistics, struct, subprocess, tempfile, time
 
 
 def read_raw(path):
@@ -31,7 +31,15 @@ def read_raw(path):
         nvar, npt = int(hdr["No. Variables"]), int(hdr["No. Points"])
         cplx = "complex" in hdr.get("Flags", "")
         data = [[] for _ in range(nvar)]
-        if binary:
+        if binary and not cplx:
+            # one array of every value, then each variable is a strided slice (fast for 10^6 points)
+            vals = array.array("d")
+            vals.frombytes(blob[pos:pos + 8 * nvar * npt])
+            if sys.byteorder != "little":
+                vals.byteswap()
+            pos += 8 * nvar * npt
+            data = [vals[v::nvar].tolist() for v in range(nvar)]
+        elif binary:
             width = 16 if cplx else 8
             fmt = "<" + "d" * (nvar * (2 if cplx else 1))
             for p in range(npt):

@@ -7,6 +7,7 @@
 #include <exception>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include "cli/nn_commands.hpp"
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
@@ -182,6 +183,7 @@ int main(int argc, char** argv) {
     exp->add_option("file", file, "netlist")->required();
     exp->add_option("--spice", spice_out, "output deck")->required();
     auto* dev = app.add_subcommand("devices", "list device types and their parameters");
+    const auto run_nn = add_nn_commands(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -191,6 +193,7 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(file, h5, csv, mc_trials, seed);
     if (*exp) return cmd_export(file, spice_out);
     if (*dev) return cmd_devices();
+    if (const int rc = run_nn(); rc >= 0) return rc;
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -4,13 +4,20 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <omp.h>
+#include <unistd.h>
+#include "engine/export_spice.hpp"
 #include "nn/dataset.hpp"
+#include "nn/evaluate.hpp"
+#include "nn/fast_eval.hpp"
+#include "nn/hardware.hpp"
+#include "nn/netlist_builder.hpp"
 #include "nn/mlp.hpp"
 #include "nn/model_io.hpp"
 #include "nn/train.hpp"
@@ -37,6 +44,18 @@ struct NnArgs {
   CLI::App* train = nullptr;
   CLI::App* eval = nullptr;
   CLI::App* import = nullptr;
+  CLI::App* export_spice = nullptr;
+  CLI::App* mc = nullptr;
+  std::string config;                  // eval / export-spice / mc: hardware config (YAML)
+  std::string mode;                    // --mode analog|hybrid (overrides the config)
+  int samples = 0;                     // eval / mc: test images (0 = all)
+  int reference = 0;                   // eval: samples compared with the MNA solve
+  bool json = false;                   // eval: machine-readable summary
+  int sample = 0;                      // export-spice: test image index
+  std::string yaml_out;                // export-spice: also write the netlist as YAML
+  int mc_trials = 10;
+  unsigned long long mc_seed = 1;
+  std::string sweep;                   // mc: PARAM=v1,v2,...
   std::string data_dir;                // --data
   std::string dataset = "mnist";       // --dataset
   std::string output;                  // -o
@@ -145,7 +164,11 @@ int cmd_train(NnArgs& a) {
   return 0;
 }
 
+int cmd_eval_hw(const NnArgs& a);
+
 int cmd_eval(const NnArgs& a) {
+  if (!a.config.empty()) return cmd_eval_hw(a);
+  if (a.model.empty()) return report(Status::input("a model file is required (positional or --model)"));
   if (!(a.eval_noise >= 0.0) || a.trials < 1)
     return report(Status::input("--noise must be >= 0 and --trials at least 1"));
   Mlp net;
@@ -185,6 +208,165 @@ int cmd_eval(const NnArgs& a) {
                a.eval_noise, a.trials, a.opt.seed, percent(mean), 100.0 * std::sqrt(var),
                percent(*std::min_element(accs.begin(), accs.end())),
                percent(*std::max_element(accs.begin(), accs.end())));
+  }
+  return 0;
+}
+
+// ---- hardware commands: eval --config, export-spice, mc ----
+
+// Model, hardware config (with --mode), test set and calibration images (the training split; the test split
+// with a warning when no training images are found).
+struct HwSetup {
+  Mlp net;
+  HardwareConfig cfg;
+  Dataset test;
+  Dataset train;
+  const MatrixRf* calib = nullptr;
+  std::string dir;
+};
+
+Status load_hw_setup(const NnArgs& a, HwSetup& h) {
+  if (a.model.empty()) return Status::input("--model is required");
+  if (a.config.empty()) return Status::input("--config is required (a YAML file with a hardware: section)");
+  Status ld = a.keras ? import_keras(a.model, h.net) : load_model(a.model, h.net, nullptr);
+  if (!ld) return ld;
+  if (Status st = load_hardware_config(a.config, h.cfg); !st) return st;
+  if (!a.mode.empty())
+    if (Status st = set_hardware_param(h.cfg, "mode", a.mode); !st) return st;
+  DatasetKind kind;
+  if (Status st = parse_dataset_kind(a.dataset, kind); !st) return st;
+  if (Status st = find_data_dir(kind, a.data_dir, false, h.dir); !st) return st;
+  if (Status st = load_split(h.dir, Split::Test, h.test); !st) return st;
+  if (h.test.images.cols() != h.net.inputs())
+    return Status::input(fmt::format("{}: the model has {} inputs, the images {} pixels", a.model, h.net.inputs(),
+                                     h.test.images.cols()));
+  std::string ti, tl;
+  if (split_files(h.dir, Split::Train, ti, tl).ok() && load_split(h.dir, Split::Train, h.train).ok()) {
+    h.calib = &h.train.images;
+  } else {
+    fmt::print(stderr, "warning: no training images in {}; calibrating on the test images\n", h.dir);
+    h.calib = &h.test.images;
+  }
+  return ld;
+}
+
+std::string json_num(double v) { return std::isfinite(v) ? fmt::format("{:.10g}", v) : "null"; }
+
+int cmd_eval_hw(const NnArgs& a) {
+  HwSetup h;
+  if (Status st = load_hw_setup(a, h); !st) return report(st);
+  EvalReport r;
+  Status st = run_eval(h.net, h.cfg, *h.calib, h.test, a.samples, a.reference, r);
+  if (!st) return report(st);
+  if (a.json) {
+    fmt::print("{{\"digital_accuracy\": {}, \"analog_accuracy\": {}, \"agreement\": {}, \"samples\": {}, "
+               "\"seconds\": {}, \"seconds_prepare\": {}, \"mode\": \"{}\", \"opamps\": {}",
+               json_num(r.digital_accuracy), json_num(r.analog_accuracy), json_num(r.agreement), r.samples,
+               json_num(r.seconds), json_num(r.seconds_prepare), mode_name(h.cfg.mode), r.opamps);
+    if (r.has_reference)
+      fmt::print(", \"reference_samples\": {}, \"reference_max_rel_diff\": {}, \"reference_max_abs_diff\": {}, "
+                 "\"reference_seconds_per_sample\": {}, \"reference_saturated_samples\": {}",
+                 r.reference.samples, json_num(r.reference.max_rel), json_num(r.reference.max_abs),
+                 json_num(r.reference.seconds_per_sample), r.reference.saturated);
+    fmt::print("}}\n");
+    return 0;
+  }
+  fmt::print("model {} ({}), hardware {} ({} mode, {} op-amps)\n", a.model, fmt::join(h.net.sizes(), "-"), a.config,
+             mode_name(h.cfg.mode), r.opamps);
+  fmt::print("  test images        {} from {}\n", r.samples, h.dir);
+  fmt::print("  digital accuracy   {}\n", percent(r.digital_accuracy));
+  fmt::print("  analog accuracy    {}\n", percent(r.analog_accuracy));
+  fmt::print("  agreement          {}\n", percent(r.agreement));
+  fmt::print("  time               {:.3f} s ({:.3f} s port reduction, {:.1f} us/image; {:.2f} sweeps, {:.1f} Newton "
+             "iterations per image; {} threads)\n",
+             r.seconds, r.seconds_prepare, 1e6 * (r.seconds - r.seconds_prepare) / std::max(1, r.samples),
+             static_cast<double>(r.stats.sweeps) / std::max(1L, r.stats.images),
+             static_cast<double>(r.stats.newton) / std::max(1L, r.stats.images), omp_get_max_threads());
+  if (r.has_reference)
+    fmt::print("  MNA reference      {} samples ({} unknowns, {:.3f} s/sample): max rel diff {:.3g}, max abs diff "
+               "{:.3g} V, {} with saturated op-amps\n    worst: {}\n",
+               r.reference.samples, r.reference.unknowns, r.reference.seconds_per_sample, r.reference.max_rel,
+               r.reference.max_abs, r.reference.saturated, r.reference.worst);
+  return 0;
+}
+
+int cmd_export_spice(const NnArgs& a) {
+  HwSetup h;
+  if (Status st = load_hw_setup(a, h); !st) return report(st);
+  if (a.sample < 0 || a.sample >= h.test.size())
+    return report(Status::input(fmt::format("--sample must lie in 0..{}", h.test.size() - 1)));
+  MappedNetwork map;
+  if (Status st = map_network(h.net, h.cfg, *h.calib, map); !st) return report(st);
+  HardwareInstance hw;
+  realize(map, h.cfg.seed, 0, hw);
+  FastEvaluator fe;
+  if (Status st = fe.prepare(hw); !st) return report(st);
+  std::vector<LayerVoltages> v;
+  LayerCodes codes;  // hybrid layers take their DAC codes from the evaluation of this sample
+  if (Status st = fe.evaluate_one(h.test.images.row(a.sample).data(), static_cast<std::uint64_t>(a.sample), v, &codes);
+      !st)
+    return report(st);
+  FlatNetlist fn;
+  NetlistNames names;
+  if (Status st = build_netlist(hw, codes, static_cast<std::uint64_t>(a.sample), fn, names); !st) return report(st);
+  fn.title = fmt::format("{} - test image {} (label {})", fn.title, a.sample, h.test.labels[a.sample]);
+  if (Status st = anasim::export_spice(fn, a.output); !st) return report(st);
+  if (!a.yaml_out.empty()) {
+    std::ofstream f(a.yaml_out);
+    f << netlist_yaml(fn);
+    if (!f.good()) return report(Status::fail(ErrorKind::Other, fmt::format("cannot write '{}'", a.yaml_out)));
+  }
+  fmt::print("wrote {} ({} devices, {} nodes): test image {}, label {}; outputs {} ... (pre-ADC)\n", a.output,
+             fn.devices.size(), fn.node_names.size() - 1, a.sample, h.test.labels[a.sample],
+             names.tia_out.back().front());
+  return 0;
+}
+
+int cmd_mc(const NnArgs& a) {
+  HwSetup h;
+  if (Status st = load_hw_setup(a, h); !st) return report(st);
+  if (a.mc_trials < 1) return report(Status::input("--trials must be at least 1"));
+  McOptions o;
+  o.trials = a.mc_trials;
+  o.seed = a.mc_seed;
+  o.samples = a.samples;
+  if (!a.sweep.empty()) {
+    const size_t eq = a.sweep.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 >= a.sweep.size())
+      return report(Status::input(fmt::format("--sweep expects PARAM=v1,v2,..., got '{}'", a.sweep)));
+    o.sweep_param = a.sweep.substr(0, eq);
+    std::string rest = a.sweep.substr(eq + 1);
+    for (size_t p = 0; p <= rest.size();) {
+      const size_t q = std::min(rest.find(',', p), rest.size());
+      if (q > p) o.sweep_values.push_back(rest.substr(p, q - p));
+      p = q + 1;
+    }
+    HardwareConfig probe = h.cfg;  // check every value before the long run
+    for (const auto& v : o.sweep_values)
+      if (Status st = set_hardware_param(probe, o.sweep_param, v); !st) return report(st);
+  }
+  McReport r;
+  const bool tty = isatty(fileno(stderr));
+  auto progress = [&](int done, int total, double secs) {
+    const double eta = done > 0 ? secs / done * (total - done) : 0.0;
+    const int width = 30, fill = total > 0 ? width * done / total : width;
+    fmt::print(stderr, "{}[{}{}] {}/{} trials, {:.1f} s, ETA {:.1f} s{}", tty ? "\r" : "", std::string(fill, '#'),
+               std::string(width - fill, '.'), done, total, secs, eta, tty ? (done == total ? "\n" : "") : "\n");
+    std::fflush(stderr);
+  };
+  Status st = run_mc(h.net, h.cfg, *h.calib, h.test, o, r, progress);
+  if (!st) return report(st);
+  fmt::print("Monte Carlo: model {}, hardware {} ({} mode), {} trials x {} test images, seed {}, {} threads\n",
+             a.model, a.config, mode_name(h.cfg.mode), o.trials, r.samples, o.seed, omp_get_max_threads());
+  fmt::print("digital accuracy {}; {:.2f} s per trial\n", percent(r.digital_accuracy), r.seconds_per_trial);
+  const std::string pname = o.sweep_param.empty() ? "point" : o.sweep_param;
+  fmt::print("{:>16} {:>9} {:>8} {:>9} {:>9}\n", pname, "mean", "std", "min", "p5");
+  for (const auto& p : r.points)
+    fmt::print("{:>16} {:>9} {:>7.2f}% {:>9} {:>9}\n", p.value.empty() ? "nominal" : p.value, percent(p.mean),
+               100.0 * p.std, percent(p.min), percent(p.p5));
+  if (!a.output.empty()) {
+    if (Status s = write_mc_hdf5(a.output, r, o); !s) return report(s);
+    fmt::print("wrote {}\n", a.output);
   }
   return 0;
 }
@@ -236,8 +418,13 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   t->add_option("-o,--output", a->output, "write the trained model to this HDF5 file");
 
   a->eval = nn->add_subcommand("eval", "test-set accuracy of a model file");
-  a->eval->add_option("model", a->model, "model file (anasim-mlp-1, or Keras with --keras)")->required();
+  a->eval->add_option("model,--model", a->model, "model file (anasim-mlp-1, or Keras with --keras)");
   data_options(a->eval);
+  a->eval->add_option("--config", a->config, "hardware config (YAML): evaluate through the mapped circuit");
+  a->eval->add_option("--mode", a->mode, "analog or hybrid (overrides the config)");
+  a->eval->add_option("--samples", a->samples, "test images (0 = all)")->capture_default_str();
+  a->eval->add_option("--reference", a->reference, "compare the first N images with the full MNA solve");
+  a->eval->add_flag("--json", a->json, "print a machine-readable summary");
   a->eval->add_flag("--keras", a->keras, "the model is a Keras HDF5 file of dense layers");
   a->eval->add_option("--noise", a->eval_noise, "also evaluate with weight noise w*(1+sigma*N(0,1))")
       ->capture_default_str();
@@ -248,7 +435,31 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   a->import->add_option("keras_file", a->model, "Keras .h5 file")->required();
   a->import->add_option("-o,--output", a->output, "anasim model file to write")->required();
 
+  a->export_spice = nn->add_subcommand("export-spice", "write the mapped circuit for one test image as an ngspice deck");
+  CLI::App* e = a->export_spice;
+  e->add_option("--model", a->model, "model file")->required();
+  e->add_option("--config", a->config, "hardware config (YAML)")->required();
+  data_options(e);
+  e->add_option("--mode", a->mode, "analog or hybrid (overrides the config)");
+  e->add_option("--sample", a->sample, "test image index")->capture_default_str();
+  e->add_option("-o,--output", a->output, "deck to write")->required();
+  e->add_option("--yaml", a->yaml_out, "also write the netlist as anasim YAML");
+
+  a->mc = nn->add_subcommand("mc", "Monte Carlo accuracy of the mapped circuit over mismatch draws");
+  CLI::App* m = a->mc;
+  m->add_option("--model", a->model, "model file")->required();
+  m->add_option("--config", a->config, "hardware config (YAML)")->required();
+  data_options(m);
+  m->add_option("--mode", a->mode, "analog or hybrid (overrides the config)");
+  m->add_option("--trials", a->mc_trials, "trials per sweep point")->capture_default_str();
+  m->add_option("--seed", a->mc_seed, "seed of the mismatch draws")->capture_default_str();
+  m->add_option("--samples", a->samples, "test images per trial (0 = all)")->capture_default_str();
+  m->add_option("--sweep", a->sweep, "PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep");
+  m->add_option("-o,--output", a->output, "write the per-trial accuracies to this HDF5 file");
+
   return [a]() -> int {
+    if (*a->export_spice) return cmd_export_spice(*a);
+    if (*a->mc) return cmd_mc(*a);
     if (*a->train) return cmd_train(*a);
     if (*a->eval) return cmd_eval(*a);
     if (*a->import) return cmd_import(*a);

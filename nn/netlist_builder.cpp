@@ -71,9 +71,9 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
   fn.title = fmt::format("anasim nn: {} mapped in {} mode (trial {})", fmt::join(map.sizes, "-"), mode_name(cfg.mode),
                          hw.trial);
   fn.file = "nn";
-  fn.options.reltol = 1e-10;
-  fn.options.vntol = 1e-13;
-  fn.options.abstol = 1e-16;
+  fn.options.reltol = 1e-7;
+  fn.options.vntol = 1e-10;
+  fn.options.abstol = 1e-15;
   fn.options.itl1 = 200;
   Analysis op;
   op.kind = AnalysisSpec::Kind::Op;

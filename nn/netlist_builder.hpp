@@ -31,7 +31,9 @@ using LayerCodes = std::vector<std::vector<long>>;
 std::vector<long> input_codes(const LayerMapping& lm, const float* x);
 
 // Builds the circuit of `hw` for one sample (`sample` selects the read-noise draw). The netlist has one .op
-// analysis and tight Newton tolerances (reltol 1e-10, vntol 1e-13 V, abstol 1e-16 A).
+// analysis and Newton tolerances reltol 1e-7, vntol 1e-10 V, abstol 1e-15 A (Newton converges
+// quadratically: the final iterate is far more accurate, ~1e-11 relative in the tests; tighter settings stall on
+// rounding noise at the rectifier op-amp outputs).
 Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::uint64_t sample, FlatNetlist& fn,
                      NetlistNames& names);
 

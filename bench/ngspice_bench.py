@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""anasim against ngspice on the same decks: generates every benchmark circuit, writes it as a SPICE deck, runs it
+through ngspice (`ngspice -b -r out.raw deck.cir`) and through anasim reading the very same deck, and prints a
+table of wall times (median of --runs; a single run for anything over a minute), their ratio, and the largest
+difference over all node voltages (op: absolute, V; tran: relative to each signal's range, anasim interpolated
+onto ngspice's time grid). Results also go to bench/results.json and bench/results.csv. See bench/README.md.
+Standard library only."""
+import argparse, datetime, json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import spicebench as sb
+from gen_crossbar import crossbar_deck
+from gen_circuits import rc_ladder_deck, rc_steps_deck, bridge_deck, multiplier_deck, sallen_key_yaml
+
+OP_TOL = 1e-6     # [V] op/dc: largest |anasim - ngspice| over all node voltages
+TRAN_TOL = 1e-3   # tran: largest |anasim - ngspice| / (range of the ngspice waveform + 1 nV)
+ONE_RUN_ABOVE = 60.0  # [s] a first run longer than this is not repeated
+
+
+# ---- the circuits -----------------------------------------------------------------------------------------
+
+class Case:
+    """One benchmark row. make(dir) writes the deck and returns (deck path, YAML source or None)."""
+    def __init__(self, circuit, size, kind, make, quick=False, note=""):
+        self.circuit, self.size, self.kind, self.make, self.quick, self.note = circuit, size, kind, make, quick, note
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def deck_case(circuit, size, kind, text_fn, quick=False, note=""):
+    def make(d):
+        return write(os.path.join(d, "deck.cir"), text_fn()), None
+    return Case(circuit, size, kind, make, quick, note)
+
+
+def yaml_case(circuit, size, yaml_fn, anasim, quick=False, note=""):
+    """The circuit is written as a YAML netlist and exported with `anasim export FILE --spice deck.cir`."""
+    def make(d):
+        src = write(os.path.join(d, "circuit.yaml"), yaml_fn())
+        deck = os.path.join(d, "deck.cir")
+        p = subprocess.run([anasim, "export", src, "--spice", deck], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"anasim export failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+        return deck, src
+    return Case(circuit, size, "tran", make, quick, note)
+
+
+XBAR_PULSE = (0.5e-9, 100e-12, 100e-12, 5e-9, 10e-9)  # row i delayed (i % 8) * 0.5 ns, 5 ns wide, 10 ns period
+
+
+def cases(anasim):
+    c = []
+    for r, k, q in [(64, 16, True), (128, 32, False), (256, 64, False)]:
+        c.append(deck_case("crossbar op", f"{r}x{k}", "op", lambda r=r, k=k: crossbar_deck(r, k), q))
+    for r, k, q in [(32, 8, True), (64, 16, False)]:
+        c.append(deck_case("crossbar tran", f"{r}x{k}", "tran",
+                           lambda r=r, k=k: crossbar_deck(r, k, cwire=10e-15, cf=1e-12, pulse=XBAR_PULSE,
+                                                          analysis=".tran 20p 20n"), q,
+                           "10 fF per wire node, 1 pF TIA feedback, PULSE rows"))
+    for n, q in [(200, True), (1000, False)]:
+        c.append(deck_case("RC ladder tran", f"{n} sections", "tran", lambda n=n: rc_ladder_deck(n), q))
+    for n, q in [(100_000, True), (1_000_000, False)]:
+        c.append(deck_case("RC sine tran", f"{n:.0e} steps".replace("e+0", "e"), "tran",
+                           lambda n=n: rc_steps_deck(n), q, "tstop/tmax = steps"))
+    for n, q in [(5, True), (50, False)]:
+        c.append(deck_case("diode bridge tran", f"{n} cycles", "tran", lambda n=n: bridge_deck(n), q,
+                           "50 Hz, tmax 5 us"))
+    for n, q in [(4, True), (8, False)]:
+        c.append(deck_case("CW multiplier tran", f"{n} stages", "tran", lambda n=n: multiplier_deck(n), q,
+                           "10 kHz, 100 cycles, tmax 0.2 us"))
+    for n, q in [(4, True), (16, False)]:
+        c.append(yaml_case("Sallen-Key op-amp tran", f"{n} stages", lambda n=n: sallen_key_yaml(n), anasim, q,
+                           "uA741 level-2 macro model, exported with anasim export --spice"))
+    return c
+
+
+# ---- running ----------------------------------------------------------------------------------------------
+
+def run_timed(cmd, runs):
+    """Runs cmd up to `runs` times (once if the first run takes over ONE_RUN_ABOVE s). Returns (wall times,
+    CPU times (user + sys of the child), last CompletedProcess); raises on a non-zero exit."""
+    walls, cpus, proc = [], [], None
+    for i in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        if walls[0] > ONE_RUN_ABOVE:
+            break
+    return walls, cpus, proc
+
+
+def add_klu(deck):
+    """Adds `.options klu` before the deck's .end (both simulators then read it)."""
+    text = open(deck).read()
+    i = text.lower().rfind("\n.end")
+    write(deck, text[:i] + "\n.options klu" + text[i:])
+
+
+def unknowns_of(stdout):
+    m = re.search(r"^\s*unknowns\s+(\d+)", stdout, re.M)
+    return int(m.group(1)) if m else None
+
+
+def ngspice_plot(raw, kind):
+    want = {"op": "operating", "tran": "transient"}[kind]
+    for p in sb.read_raw(raw):
+        if p["name"].lower().startswith(want):
+            return p
+    raise RuntimeError(f"ngspice wrote no '{want}' plot to {raw}")
+
+
+def compare(kind, raw, csvdir):
+    """Largest difference over every node voltage anasim reports. Returns dict(worst, worst_signal, compared,
+    missing): op absolute [V]; tran relative to the ngspice signal's range (+ 1 nV), anasim linearly interpolated
+    onto ngspice's time points."""
+    ng = ngspice_plot(raw, kind)
+    idx = {n: i for i, n in enumerate(ng["names"])}
+    an = sb.read_csv(os.path.join(csvdir, f"{kind}.csv"))
+    worst, worst_name, compared, missing = 0.0, "", 0, []
+    if kind == "op":
+        for name, col in an.items():
+            if not name.startswith("v("):
+                continue
+            if name not in idx:
+                missing.append(name); continue
+            d = abs(col[0] - ng["data"][idx[name]][0])
+            compared += 1
+            if d > worst:
+                worst, worst_name = d, name
+    else:
+        tn, ta = ng["data"][0], an["time"]
+        # for every ngspice time: anasim interval q (ta[q-1] <= t < ta[q]) and weight
+        seg, q = [], 1
+        for t in tn:
+            while q < len(ta) and ta[q] <= t:
+                q += 1
+            if q >= len(ta):
+                seg.append((len(ta) - 1, len(ta) - 1, 0.0))
+            else:
+                h = ta[q] - ta[q - 1]
+                seg.append((q - 1, q, (t - ta[q - 1]) / h if h > 0 else 0.0))
+        for name, a in an.items():
+            if not name.startswith("v("):
+                continue
+            if name not in idx:
+                missing.append(name); continue
+            n = ng["data"][idx[name]]
+            rng = max(n) - min(n) + 1e-9
+            e = max(abs(a[i] + w * (a[j] - a[i]) - v) for (i, j, w), v in zip(seg, n)) / rng
+            compared += 1
+            if e > worst:
+                worst, worst_name = e, name
+        if abs(tn[-1] - ta[-1]) > 1e-9 * abs(tn[-1]):
+            raise RuntimeError(f"ngspice stopped at t = {tn[-1]:g}, anasim at {ta[-1]:g}")
+    return {"worst": worst, "worst_signal": worst_name, "compared": compared, "missing": missing}
+
+
+def run_case(case, a, root):
+    d = os.path.join(root, re.sub(r"[^a-z0-9]+", "_", f"{case.circuit} {case.size}".lower()).strip("_"))
+    os.makedirs(d, exist_ok=True)
+    deck, yaml_src = case.make(d)
+    if a.klu:
+        add_klu(deck)
+    row = {"circuit": case.circuit, "size": case.size, "kind": case.kind, "note": case.note, "deck": deck}
+    # ngspice
+    raw = os.path.join(d, "ngspice.raw")
+    walls, cpus, _ = run_timed([a.ngspice, "-b", "-r", raw, deck], a.runs)
+    row.update(ngspice_s=statistics.median(walls), ngspice_runs=walls, ngspice_cpu_s=statistics.median(cpus))
+    # anasim reads the same deck; if it cannot (an exported deck with constructs its SPICE reader lacks), it
+    # reads the YAML source the deck was exported from, and the row says so
+    anasim_input = deck
+    csvdir = os.path.join(d, "anasim_csv")
+    p = subprocess.run([a.anasim, "run", deck, "--csv", csvdir], capture_output=True, text=True)
+    if p.returncode == 2 and yaml_src:
+        first = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip())
+        row["note"] += f"; anasim ran the YAML source: it rejects its own exported deck ({first.split('error: ')[-1]})"
+        anasim_input = yaml_src
+        p = subprocess.run([a.anasim, "run", yaml_src, "--csv", csvdir], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"anasim run {anasim_input} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    row["unknowns"] = unknowns_of(p.stdout)
+    row["anasim_input"] = anasim_input
+    # timed anasim runs write HDF5 (binary, as ngspice writes its binary raw file); the CSV run above is
+    # the one compared
+    walls, cpus, _ = run_timed([a.anasim, "run", anasim_input, "-o", os.path.join(d, "anasim.h5")], a.runs)
+    row.update(anasim_s=statistics.median(walls), anasim_runs=walls, anasim_cpu_s=statistics.median(cpus))
+    row["ratio"] = row["ngspice_s"] / row["anasim_s"]
+    row["cpu_ratio"] = row["ngspice_cpu_s"] / max(row["anasim_cpu_s"], 1e-6)
+    c = compare(case.kind, raw, csvdir)
+    tol = OP_TOL if case.kind == "op" else TRAN_TOL
+    row.update(max_diff=c["worst"], worst_signal=c["worst_signal"], compared=c["compared"],
+               missing=len(c["missing"]), tolerance=tol)
+    # every node of the circuit must be compared; only the YAML fallback may name op-amp internals differently
+    row["ok"] = c["worst"] <= tol and c["compared"] > 0 and (not c["missing"] or anasim_input != deck)
+    if c["missing"]:
+        row["note"] += f"; {len(c['missing'])} anasim nodes not in ngspice's output (e.g. {c['missing'][0]})"
+    if not a.keep:
+        for f in (raw, os.path.join(d, "anasim.h5")):
+            if os.path.exists(f):
+                os.remove(f)
+        shutil.rmtree(csvdir, ignore_errors=True)
+    return row
+
+
+def nn_row(a):
+    """Item 6 of the benchmark: MNIST inference of a network exported with `anasim nn export-spice`."""
+    p = subprocess.run([a.anasim, "nn", "--help"], capture_output=True, text=True)
+    exists = p.returncode == 0 and re.search(r"^\s*export-spice\b", p.stdout, re.M)
+    status = "TODO: anasim nn export-spice exists now; add the MNIST benchmark" if exists else "not available yet"
+    return {"circuit": "MNIST inference (nn export-spice)", "size": "-", "kind": "todo", "note": status, "ok": None}
+
+
+# ---- reporting --------------------------------------------------------------------------------------------
+
+def fmt_time(s, runs):
+    return f"{s:.3g}" + (" (1 run)" if len(runs) == 1 else "")
+
+
+def table_rows(rows):
+    head = ["circuit", "size", "unknowns", "ngspice [s]", "anasim [s]", "ratio", "CPU ratio", "max diff", "limit", "ok"]
+    out = [head]
+    for r in rows:
+        if r["kind"] == "todo":
+            out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", r["note"], "-", "-"])
+            continue
+        if "error" in r:
+            out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", "error: " + r["error"].splitlines()[0][:60], "-", "FAIL"])
+            continue
+        unit = " V" if r["kind"] == "op" else " rel"
+        out.append([r["circuit"], r["size"], str(r["unknowns"]), fmt_time(r["ngspice_s"], r["ngspice_runs"]),
+                    fmt_time(r["anasim_s"], r["anasim_runs"]), f"{r['ratio']:.1f}x", f"{r['cpu_ratio']:.1f}x",
+                    f"{r['max_diff']:.2g}{unit}", f"{r['tolerance']:g}{unit}", "yes" if r["ok"] else "NO"])
+    return out
+
+
+def print_table(rows):
+    t = table_rows(rows)
+    w = [max(len(r[i]) for r in t) for i in range(len(t[0]))]
+    for k, r in enumerate(t):
+        print("  ".join(c.ljust(w[i]) if i < 2 or i == 7 else c.rjust(w[i]) for i, c in enumerate(r)))
+        if k == 0:
+            print("  ".join("-" * x for x in w))
+
+
+def markdown(meta, rows):
+    t = table_rows(rows)
+    lines = [f"Run {meta['date']} on {meta['machine']}; {meta['ngspice']}{' with .options klu' if meta['klu'] else ''}; "
+             f"{meta['runs']} runs per simulator, median wall time (a single run where the first took over a minute); "
+             f"load average {meta['load_start'][0]:.2f} at the start, {meta['load_end'][0]:.2f} at the end "
+             f"(1-minute); {'quick subset' if meta['quick'] else 'full set'}; total {meta['seconds']:.0f} s.", "",
+             "| " + " | ".join(t[0]) + " |", "|" + "|".join("---" for _ in t[0]) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in t[1:]]
+    notes = [f"- {r['circuit']} {r['size']}: {r['note'].lstrip('; ')}" for r in rows if r.get("note") and r["kind"] != "todo"]
+    if notes:
+        lines += ["", "Notes:"] + notes
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path, meta, rows):
+    """Writes the table between the markers of an existing file (keeping the rest), or a new file."""
+    begin, end = "<!-- results table: written by bench/ngspice_bench.py -->", "<!-- end of results table -->"
+    block = f"{begin}\n{markdown(meta, rows)}{end}"
+    text = open(path).read() if os.path.exists(path) else ""
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text + ("\n" if text else "# anasim against ngspice\n\n") + block + "\n"
+    write(path, text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ngspice", default="ngspice", help="ngspice executable (default: ngspice on PATH)")
+    ap.add_argument("--anasim", default=os.path.join(HERE, "..", "build", "anasim"), help="default build/anasim")
+    ap.add_argument("--klu", action="store_true", help="add .options klu to every deck (ngspice built with KLU)")
+    ap.add_argument("--quick", action="store_true", help="the smallest size of each circuit (under two minutes)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per simulator and circuit, median reported (>= 3)")
+    ap.add_argument("--only", action="append", default=[], help="run only circuits whose 'circuit size' contains this")
+    ap.add_argument("--json", default=os.path.join(HERE, "results.json"))
+    ap.add_argument("--csv", default=os.path.join(HERE, "results.csv"))
+    ap.add_argument("--markdown", help="also write the table into this Markdown file (e.g. bench/RESULTS.md)")
+    ap.add_argument("--keep", help="keep decks and results in this directory (default: a temporary one, removed)")
+    a = ap.parse_args()
+    a.anasim = os.path.abspath(a.anasim)
+    if not os.access(a.anasim, os.X_OK):
+        sys.exit(f"no anasim executable at {a.anasim} (build it, or pass --anasim PATH)")
+    if shutil.which(a.ngspice) is None:
+        sys.exit(f"no ngspice executable '{a.ngspice}' (pass --ngspice PATH)")
+    root = os.path.abspath(a.keep) if a.keep else tempfile.mkdtemp(prefix="anasim_ngbench_")
+    os.makedirs(root, exist_ok=True)
+    t_start = time.perf_counter()
+    meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": sb.machine(),
+            "ngspice": sb.ngspice_version(a.ngspice), "anasim": a.anasim, "klu": a.klu, "quick": a.quick,
+            "runs": a.runs, "load_start": list(os.getloadavg()),
+            "op_tolerance_V": OP_TOL, "tran_tolerance_rel": TRAN_TOL}
+    print(f"{meta['date']}  {meta['machine']}\n{meta['ngspice']}{' with .options klu' if a.klu else ''}, "
+          f"anasim {a.anasim}\nload average {' '.join(f'{x:.2f}' for x in meta['load_start'])}")
+    todo = [c for c in cases(a.anasim) if (c.quick or not a.quick)
+            and (not a.only or any(s.lower() in f"{c.circuit} {c.size}".lower() for s in a.only))]
+    rows = []
+    for c in todo:
+        print(f"  {c.circuit} {c.size} ...", end="", flush=True)
+        t0 = time.perf_counter()
+        try:
+            row = run_case(c, a, root)
+        except Exception as e:  # keep going: one broken circuit must not hide the others
+            row = {"circuit": c.circuit, "size": c.size, "kind": c.kind, "note": c.note, "error": str(e), "ok": False}
+        rows.append(row)
+        print(f" {time.perf_counter() - t0:.0f} s" + (f"  ERROR {row['error']}" if "error" in row else ""), flush=True)
+    if not a.only:
+        rows.append(nn_row(a))
+    meta["load_end"] = list(os.getloadavg())
+    meta["seconds"] = time.perf_counter() - t_start
+    print(f"load average {' '.join(f'{x:.2f}' for x in meta['load_end'])}, {meta['seconds']:.0f} s in all\n")
+    print_table(rows)
+    for r in rows:
+        if r.get("note") and r["kind"] != "todo":
+            print(f"  note: {r['circuit']} {r['size']}: {r['note'].lstrip('; ')}")
+    with open(a.json, "w") as f:
+        json.dump({"meta": meta, "results": rows}, f, indent=1)
+    cols = ["circuit", "size", "kind", "unknowns", "ngspice_s", "anasim_s", "ratio", "ngspice_cpu_s", "anasim_cpu_s",
+            "cpu_ratio", "max_diff", "tolerance", "worst_signal", "compared", "ok", "ngspice_runs", "anasim_runs", "note"]
+    with open(a.csv, "w", newline="") as f:
+        w = sb.csv.writer(f)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([" ".join(f"{x:.4f}" for x in r[k]) if isinstance(r.get(k), list) else r.get(k, "") for k in cols])
+    if a.markdown:
+        write_markdown(a.markdown, meta, rows)
+    print(f"\nwrote {a.json}, {a.csv}" + (f", {a.markdown}" if a.markdown else "") +
+          (f"; decks in {root}" if a.keep else ""))
+    if not a.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    bad = [r for r in rows if r["ok"] is False]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+// Benchmark: one Monte Carlo trial of a mapped MLP (fresh mismatch draw, port reduction, every test image through
+// the full circuit with the exact fast evaluator), and in the same run the per-image cost of the plain approach on
+// the same circuit: factor the full MNA matrix once (KLU) and solve per image, and a full Newton operating point
+// per image (what the MNA reference does).
+// Usage: anasim_nn_trial [--model data/mlp_784_128_10.h5] [--config data/examples/mnist_hw.yaml] [--data DIR]
+//                        [--images N] [--plain K] [--trials T]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <omp.h>
+#include "devices/dac.hpp"
+#include "devices/registry.hpp"
+#include "engine/circuit.hpp"
+#include "engine/newton.hpp"
+#include "engine/sparse_lu.hpp"
+#include "nn/dataset.hpp"
+#include "nn/fast_eval.hpp"
+#include "nn/hardware.hpp"
+#include "nn/model_io.hpp"
+#include "nn/netlist_builder.hpp"
+
+using namespace anasim;
+using namespace anasim::nn;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double cpu() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+int fail(const Status& st) {
+  fmt::print(stderr, "{}\n", st.to_string());
+  return 1;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = std::string(ANASIM_SOURCE_DIR) + "/data/mlp_784_128_10.h5";
+  std::string config = std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml";
+  std::string data;
+  int images = 0, plain = 3, trials = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") model = v;
+    else if (k == "--config") config = v;
+    else if (k == "--data") data = v;
+    else if (k == "--images") images = std::atoi(v.c_str());
+    else if (k == "--plain") plain = std::atoi(v.c_str());
+    else if (k == "--trials") trials = std::atoi(v.c_str());
+    else {
+      fmt::print(stderr, "unknown option {}\n", k);
+      return 2;
+    }
+  }
+  Mlp net;
+  if (Status st = load_model(model, net); !st) return fail(st);
+  HardwareConfig cfg;
+  if (Status st = load_hardware_config(config, cfg); !st) return fail(st);
+  std::string dir;
+  if (Status st = find_data_dir(DatasetKind::Mnist, data, true, dir); !st) return fail(st);
+  Dataset train, test;
+  if (Status st = load_split(dir, Split::Train, train); !st) return fail(st);
+  if (Status st = load_split(dir, Split::Test, test); !st) return fail(st);
+  const int n = images > 0 ? std::min(images, test.size()) : test.size();
+  MappedNetwork map;
+  if (Status st = map_network(net, cfg, train.images, map); !st) return fail(st);
+  fmt::print("anasim_nn_trial: {} on {} ({} mode, op-amp {} level {}), {} test images, {} threads\n",
+             fmt::join(map.sizes, "-"), config, mode_name(cfg.mode), cfg.opamp_part, opamp_param(cfg, "level"), n,
+             omp_get_max_threads());
+
+  // Trial 0 pays the symbolic analyses (orderings); the timed trials reuse them, as `nn mc` does.
+  FastEvaluator fe;
+  {
+    HardwareInstance hw;
+    realize(map, cfg.seed, 0, hw);
+    const auto t0 = Clock::now();
+    if (Status st = fe.prepare(hw); !st) return fail(st);
+    fmt::print("  first port reduction (orderings + symbolic analysis + numeric): {:.3f} s\n", since(t0));
+  }
+  for (int t = 1; t <= trials; ++t) {
+    fe.reset_stats();
+    const auto t0 = Clock::now();
+    const double c0 = cpu();
+    HardwareInstance hw;
+    realize(map, cfg.seed, t, hw);
+    const double t_draw = since(t0);
+    const double c1 = cpu();
+    if (Status st = fe.prepare(hw); !st) return fail(st);
+    const double t_prep = since(t0) - t_draw, c_prep = cpu() - c1;
+    std::vector<int> cls;
+    if (Status st = fe.classify(test.images, 0, n, 0, cls); !st) return fail(st);
+    const double wall = since(t0), cpus = cpu() - c0;
+    long right = 0;
+    for (int i = 0; i < n; ++i) right += cls[i] == test.labels[i];
+    const FastStats& s = fe.stats();
+    fmt::print("  Monte Carlo trial {}: {:.3f} s wall ({:.3f} s CPU): draw {:.3f} s, port reduction {:.3f} s ({:.3f} s "
+               "CPU), {} images {:.3f} s ({:.1f} us/image, {:.1f} us CPU/image); accuracy {:.2f}%; {:.2f} sweeps and "
+               "{:.1f} Newton iterations per image, {} failures\n",
+               t, wall, cpus, t_draw, t_prep, c_prep, n, s.seconds_eval, 1e6 * s.seconds_eval / n,
+               1e6 * (cpus - c_prep) / n, 100.0 * right / n,
+               static_cast<double>(s.sweeps) / n, static_cast<double>(s.newton) / n, s.failures);
+  }
+
+  if (plain > 0) {
+    HardwareInstance hw;
+    realize(map, cfg.seed, 1, hw);
+    if (Status st = fe.prepare(hw); !st) return fail(st);
+    std::vector<LayerVoltages> v;
+    LayerCodes codes;
+    if (Status st = fe.evaluate_one(test.images.row(0).data(), 0, v, &codes); !st) return fail(st);
+    FlatNetlist fn;
+    NetlistNames names;
+    if (Status st = build_netlist(hw, codes, 0, fn, names); !st) return fail(st);
+    auto t0 = Clock::now();
+    Circuit c;
+    if (Status st = c.build(fn, builtin_catalog()); !st) return fail(st);
+    fmt::print("  plain MNA: {} unknowns, {} nonzeros, circuit build {:.3f} s\n", c.n(), c.nnz(), since(t0));
+    NewtonSolver solver(c, fn.options);
+    t0 = Clock::now();
+    if (Status st = solver.operating_point(); !st) return fail(st);
+    fmt::print("  plain MNA: first operating point {:.3f} s ({} Newton iterations)\n", since(t0),
+               solver.newton_iterations());
+    // Factor once (the Jacobian at this operating point), solve per image.
+    solver.load();
+    std::vector<double> A(solver.ctx().A, solver.ctx().A + c.nnz());
+    SparseLU<double> lu;
+    lu.analyze(c.n(), c.Ap().data(), c.Ai().data());
+    t0 = Clock::now();
+    lu.factor(A.data());
+    const double t_factor = since(t0);
+    std::vector<double> b(solver.ctx().b, solver.ctx().b + c.n());
+    double t_solve = 0;
+    for (int k = 0; k < plain; ++k) {
+      std::vector<double> x = b;
+      t0 = Clock::now();
+      lu.solve(x.data());
+      t_solve += since(t0);
+    }
+    fmt::print("  plain MNA, factor once + solve per image: factor {:.3f} s, solve {:.4f} s/image\n", t_factor,
+               t_solve / plain);
+    // Full Newton per image (warm start from the previous image), as `--reference` does.
+    std::vector<Dac*> dacs;
+    for (const auto& dn : names.dacs[0]) dacs.push_back(dynamic_cast<Dac*>(c.find_device(dn)));
+    const long it0 = solver.newton_iterations();
+    t0 = Clock::now();
+    for (int k = 1; k <= plain; ++k) {
+      const std::vector<long> cc = input_codes(map.layers[0], test.images.row(k).data());
+      for (size_t d = 0; d < dacs.size(); ++d)
+        if (static_cast<int>(d / 2) < map.layers[0].inputs) dacs[d]->set_code(cc[d / 2]);
+      if (Status st = solver.operating_point(); !st) return fail(st);
+    }
+    const double per = since(t0) / plain;
+    fmt::print("  plain MNA, Newton operating point per image: {:.3f} s/image ({:.1f} Newton iterations/image)\n", per,
+               static_cast<double>(solver.newton_iterations() - it0) / plain);
+  }
+  return 0;
+}

@@ -1,0 +1,271 @@
+// Evaluation drivers (see evaluate.hpp): accuracy through the mapped circuit, the MNA reference comparison and
+// Monte Carlo with sweeps.
+#include "nn/evaluate.hpp"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <unordered_map>
+#include <H5Cpp.h>
+#include <fmt/format.h>
+#include "devices/dac.hpp"
+#include "devices/registry.hpp"
+#include "engine/circuit.hpp"
+#include "engine/newton.hpp"
+#include "nn/netlist_builder.hpp"
+
+namespace anasim::nn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double accuracy_of(const std::vector<int>& pred, const std::vector<int>& labels, int n) {
+  long right = 0;
+  for (int i = 0; i < n; ++i) right += pred[i] == labels[i];
+  return n > 0 ? static_cast<double>(right) / n : 0.0;
+}
+
+}  // namespace
+
+Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const MatrixRf& x, int n,
+                         ReferenceReport& rep, const std::function<void(int)>& progress) {
+  const MappedNetwork& map = *hw.map;
+  rep = ReferenceReport{};
+  n = std::min<int>(n, static_cast<int>(x.rows()));
+  FlatNetlist fn;
+  NetlistNames names;
+  Circuit circuit;
+  std::unique_ptr<NewtonSolver> solver;
+  std::vector<std::vector<Dac*>> dacs;
+  std::vector<std::vector<Device*>> noise;
+  std::unordered_map<std::string, int> node_id;
+  const double swing = std::min(map.vhi, -map.vlo);
+  double seconds = 0;
+  for (int k = 0; k < n; ++k) {
+    std::vector<LayerVoltages> fv;
+    LayerCodes codes;
+    if (Status st = fast.evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &codes); !st)
+      return Status::numerical(fmt::format("sample {}: {}", k, st.errors[0].message));
+    if (k == 0) {
+      if (Status st = build_netlist(hw, codes, 0, fn, names); !st) return st;
+      if (Status st = circuit.build(fn, builtin_catalog()); !st) return st;
+      solver = std::make_unique<NewtonSolver>(circuit, fn.options);
+      rep.unknowns = circuit.n();
+      for (size_t i = 0; i < fn.node_names.size(); ++i) node_id[fn.node_names[i]] = static_cast<int>(i);
+      dacs.resize(map.layers.size());
+      noise.resize(map.layers.size());
+      for (size_t l = 0; l < map.layers.size(); ++l) {
+        for (const auto& dn : names.dacs[l]) dacs[l].push_back(dynamic_cast<Dac*>(circuit.find_device(dn)));
+        if (map.cfg.read_noise > 0)
+          for (int j = 0; j < map.layers[l].outputs; ++j)
+            noise[l].push_back(circuit.find_device(fmt::format("in{}_{}", l, j)));
+      }
+    } else {
+      for (size_t l = 0; l < map.layers.size(); ++l) {
+        const LayerMapping& m = map.layers[l];
+        const int first = m.dac_rows ? 0 : m.physical_rows() - 2;
+        for (size_t d = 0; d < dacs[l].size(); ++d) {
+          const int i = (first + static_cast<int>(d)) / 2;
+          if (i < m.inputs) dacs[l][d]->set_code(codes[l][i]);
+        }
+        for (int j = 0; j < static_cast<int>(noise[l].size()); ++j)
+          noise[l][j]->set_dc(read_noise_current(hw, static_cast<int>(l), j, static_cast<std::uint64_t>(k)));
+      }
+    }
+    const auto t0 = Clock::now();
+    if (Status st = solver->operating_point(); !st)
+      return Status::numerical(fmt::format("MNA reference, sample {}: {}", k, st.errors[0].message));
+    seconds += since(t0);
+    const std::vector<double>& xs = solver->x();
+    auto volt = [&](const std::string& node) {
+      const UnknownIndex u = circuit.node_unknown(NodeId(node_id.at(node)));
+      return u.is_ground() ? 0.0 : xs[u.v];
+    };
+    bool saturated = false;
+    auto cmp = [&](const std::vector<double>& f, const std::vector<std::string>& nodes) {
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        const double r = volt(nodes[j]);
+        const double d = std::fabs(f[j] - r);
+        const double rel = d / std::max(std::fabs(r), 1e-3);
+        rep.max_abs = std::max(rep.max_abs, d);
+        if (rel > rep.max_rel || rep.worst.empty()) {
+          if (rel >= rep.max_rel) rep.worst = fmt::format("{} (sample {}: fast {:.12g} V, MNA {:.12g} V)", nodes[j], k,
+                                                          f[j], r);
+          rep.max_rel = std::max(rep.max_rel, rel);
+        }
+        if (std::fabs(r) > 0.98 * swing) saturated = true;
+      }
+    };
+    for (size_t l = 0; l < map.layers.size(); ++l) {
+      cmp(fv[l].y, names.tia_out[l]);
+      cmp(fv[l].h, names.rect_out[l]);
+      cmp(fv[l].hn, names.inv_out[l]);
+    }
+    rep.saturated += saturated;
+    // Hybrid: the codes the MNA voltages give must be those the fast path passed on.
+    for (size_t l = 0; l + 1 < map.layers.size(); ++l) {
+      if (!map.layers[l + 1].dac_rows) continue;
+      const LayerMapping& nm = map.layers[l + 1];
+      const double kmax = static_cast<double>(adc_max_code(map.layers[l].adc_spec));
+      bool same = true;
+      for (int j = 0; j < map.layers[l].outputs; ++j) {
+        const long code = adc_code(hw, static_cast<int>(l), j, volt(names.tia_out[l][j]));
+        same = same && input_code(nm, std::max(0.0, static_cast<double>(code)) / kmax) == codes[l + 1][j];
+      }
+      rep.code_mismatches += !same;
+    }
+    rep.samples = k + 1;
+    if (progress) progress(k + 1);
+  }
+  rep.seconds_per_sample = n > 0 ? seconds / n : 0.0;
+  return {};
+}
+
+Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
+                int reference, EvalReport& rep) {
+  rep = EvalReport{};
+  MappedNetwork map;
+  if (Status st = map_network(net, cfg, calib, map); !st) return st;
+  rep.opamps = map.opamps();
+  HardwareInstance hw;
+  realize(map, cfg.seed, 0, hw);
+  const int n = samples > 0 ? std::min(samples, test.size()) : test.size();
+  rep.samples = n;
+  const auto t0 = Clock::now();
+  FastEvaluator fe;
+  if (Status st = fe.prepare(hw); !st) return st;
+  std::vector<int> analog;
+  if (Status st = fe.classify(test.images, 0, n, 0, analog); !st) return st;
+  rep.seconds = since(t0);
+  rep.stats = fe.stats();
+  rep.seconds_prepare = rep.stats.seconds_prepare;
+  const std::vector<int> digital = predict(net, test.images.topRows(n));
+  rep.digital_accuracy = accuracy_of(digital, test.labels, n);
+  rep.analog_accuracy = accuracy_of(analog, test.labels, n);
+  long same = 0;
+  for (int i = 0; i < n; ++i) same += digital[i] == analog[i];
+  rep.agreement = n > 0 ? static_cast<double>(same) / n : 0.0;
+  if (rep.stats.failures > 0)
+    return Status::numerical(fmt::format("the fast evaluator did not converge on {} of {} images",
+                                         rep.stats.failures, n));
+  if (reference > 0) {
+    rep.has_reference = true;
+    if (Status st = compare_reference(hw, fe, test.images, reference, rep.reference); !st) return st;
+  }
+  return {};
+}
+
+Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test,
+              const McOptions& opt, McReport& rep, const std::function<void(int, int, double)>& progress) {
+  rep = McReport{};
+  const auto t0 = Clock::now();
+  const int n = opt.samples > 0 ? std::min(opt.samples, test.size()) : test.size();
+  rep.samples = n;
+  rep.digital_accuracy = accuracy_of(predict(net, test.images.topRows(n)), test.labels, n);
+  std::vector<std::string> values = opt.sweep_values;
+  if (opt.sweep_param.empty()) values = {""};
+  const int total = static_cast<int>(values.size()) * opt.trials;
+  int done = 0;
+  FastEvaluator fe;
+  for (const std::string& v : values) {
+    McPoint pt;
+    pt.param = opt.sweep_param;
+    pt.value = v;
+    const auto tp = Clock::now();
+    HardwareConfig c = cfg;
+    if (!opt.sweep_param.empty())
+      if (Status st = set_hardware_param(c, opt.sweep_param, v); !st) return st;
+    MappedNetwork map;
+    if (Status st = map_network(net, c, calib, map); !st) return st;
+    for (int t = 0; t < opt.trials; ++t) {
+      HardwareInstance hw;
+      realize(map, opt.seed, t, hw);
+      if (Status st = fe.prepare(hw); !st) return st;
+      std::vector<int> cls;
+      fe.reset_stats();
+      if (Status st = fe.classify(test.images, 0, n, 0, cls); !st) return st;
+      if (fe.stats().failures > 0)
+        return Status::numerical(fmt::format("trial {}{}: the fast evaluator did not converge on {} images", t,
+                                             v.empty() ? "" : fmt::format(" ({}={})", opt.sweep_param, v),
+                                             fe.stats().failures));
+      pt.accuracy.push_back(accuracy_of(cls, test.labels, n));
+      ++done;
+      if (progress) progress(done, total, since(t0));
+    }
+    const auto& a = pt.accuracy;
+    const double m = a.empty() ? 0 : std::accumulate(a.begin(), a.end(), 0.0) / a.size();
+    double var = 0;
+    for (double q : a) var += (q - m) * (q - m);
+    pt.mean = m;
+    pt.std = a.size() > 1 ? std::sqrt(var / (a.size() - 1)) : 0.0;
+    std::vector<double> s = a;
+    std::sort(s.begin(), s.end());
+    pt.min = s.empty() ? 0 : s.front();
+    // 5th percentile, linear interpolation between order statistics.
+    if (!s.empty()) {
+      const double pos = 0.05 * static_cast<double>(s.size() - 1);
+      const size_t lo = static_cast<size_t>(std::floor(pos));
+      const size_t hi = std::min(lo + 1, s.size() - 1);
+      pt.p5 = s[lo] + (pos - static_cast<double>(lo)) * (s[hi] - s[lo]);
+    }
+    pt.seconds = since(tp);
+    rep.points.push_back(std::move(pt));
+  }
+  rep.seconds = since(t0);
+  rep.seconds_per_trial = total > 0 ? rep.seconds / total : 0.0;
+  return {};
+}
+
+Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt) {
+  const std::string tmp = path + ".tmp";
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(tmp, H5F_ACC_TRUNC);
+    H5::Group g = file.createGroup("/mc");
+    const hsize_t np = rep.points.size(), nt = np ? rep.points[0].accuracy.size() : 0;
+    std::vector<double> acc;
+    for (const auto& p : rep.points) acc.insert(acc.end(), p.accuracy.begin(), p.accuracy.end());
+    const hsize_t dims[2] = {np, nt};
+    H5::DataSet d = g.createDataSet("accuracy", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims));
+    d.write(acc.data(), H5::PredType::NATIVE_DOUBLE);
+    auto vec = [&](const char* name, auto get) {
+      std::vector<double> v;
+      for (const auto& p : rep.points) v.push_back(get(p));
+      const hsize_t n1[1] = {np};
+      g.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, n1)).write(v.data(), H5::PredType::NATIVE_DOUBLE);
+    };
+    vec("mean", [](const McPoint& p) { return p.mean; });
+    vec("std", [](const McPoint& p) { return p.std; });
+    vec("min", [](const McPoint& p) { return p.min; });
+    vec("p5", [](const McPoint& p) { return p.p5; });
+    H5::StrType st(H5::PredType::C_S1, H5T_VARIABLE);
+    auto attr_s = [&](const char* name, const std::string& v) {
+      g.createAttribute(name, st, H5::DataSpace(H5S_SCALAR)).write(st, v);
+    };
+    auto attr_d = [&](const char* name, double v) {
+      g.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &v);
+    };
+    attr_s("sweep_param", opt.sweep_param);
+    std::vector<std::string> vals;
+    for (const auto& p : rep.points) vals.push_back(p.value);
+    attr_s("sweep_values", fmt::format("{}", fmt::join(vals, ",")));
+    attr_d("seed", static_cast<double>(opt.seed));
+    attr_d("trials", opt.trials);
+    attr_d("samples", rep.samples);
+    attr_d("digital_accuracy", rep.digital_accuracy);
+    attr_s("unit", "fraction of test images classified correctly; rows = sweep points, columns = trials");
+  } catch (const H5::Exception& e) {
+    std::filesystem::remove(tmp);
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, e.getDetailMsg()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, ec.message()));
+  return {};
+}
+
+}  // namespace anasim::nn

@@ -1,0 +1,86 @@
+// Drivers of the hardware evaluation of an MLP: accuracy through the mapped circuit (`nn eval`), comparison of
+// the fast evaluator with the full MNA solve of the same circuit (`--reference N`), and Monte Carlo over
+// mismatch draws with parameter sweeps (`nn mc`). Options and reports only; the numerics are in fast_eval and
+// the engine.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+#include "nn/dataset.hpp"
+#include "nn/fast_eval.hpp"
+#include "nn/hardware.hpp"
+
+namespace anasim::nn {
+
+// Largest differences between the fast evaluator and the MNA reference over the compared samples.
+struct ReferenceReport {
+  int samples = 0;
+  double max_rel = 0;             // max |fast - mna| / max(|mna|, 1 mV) over every layer output
+  double max_abs = 0;             // [V] max |fast - mna|
+  std::string worst;              // node of max_rel, e.g. "y0_17 (sample 3)"
+  int saturated = 0;              // samples with at least one op-amp output beyond 98% of its swing
+  int code_mismatches = 0;        // hybrid: samples whose ADC codes from the MNA voltages differ from the fast ones
+  double seconds_per_sample = 0;  // MNA operating point per sample [s]
+  int unknowns = 0;               // MNA unknowns of the full circuit
+};
+
+// Compares `fast` (prepared for `hw`) with NewtonSolver::operating_point on build_netlist's circuit for test
+// images rows [0, n) of `x` (the circuit is built once; DAC codes are changed per sample and re-solved).
+// Compared: TIA outputs y, rectifier outputs h, inverter outputs hn of every layer (the last layer's y are the
+// pre-ADC voltages). `progress` (may be empty) is called after every sample.
+Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const MatrixRf& x, int n,
+                         ReferenceReport& rep, const std::function<void(int)>& progress = {});
+
+struct EvalReport {
+  int samples = 0;
+  double digital_accuracy = 0;    // float network
+  double analog_accuracy = 0;     // mapped circuit (argmax of the last ADC codes)
+  double agreement = 0;           // fraction of samples where both predict the same class
+  double seconds = 0;             // fast path: preparation + evaluation [s]
+  double seconds_prepare = 0;
+  FastStats stats;
+  int opamps = 0;
+  bool has_reference = false;
+  ReferenceReport reference;
+};
+
+// Maps `net` with `cfg` (calibrated on `calib`), draws the static mismatch of cfg.seed (trial 0), evaluates the
+// first `samples` test images (0 = all) through the fast evaluator and, with reference > 0, compares the first
+// `reference` images with the MNA solve.
+Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
+                int reference, EvalReport& rep);
+
+// One Monte Carlo sweep point: accuracy per trial.
+struct McPoint {
+  std::string param;              // swept parameter ("" without --sweep)
+  std::string value;              // its value as given
+  std::vector<double> accuracy;   // per trial
+  double mean = 0, std = 0, min = 0, p5 = 0;
+  double seconds = 0;
+};
+
+struct McOptions {
+  int trials = 10;
+  std::uint64_t seed = 1;
+  int samples = 0;                // test images per trial (0 = all)
+  std::string sweep_param;        // --sweep PARAM=v1,v2,...
+  std::vector<std::string> sweep_values;
+};
+
+struct McReport {
+  double digital_accuracy = 0;
+  int samples = 0;
+  std::vector<McPoint> points;
+  double seconds = 0;
+  double seconds_per_trial = 0;
+};
+
+// Runs trials x sweep points. `progress(done, total, seconds_so_far)` (may be empty) is called after each trial.
+Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test,
+              const McOptions& opt, McReport& rep, const std::function<void(int, int, double)>& progress = {});
+
+// Writes a Monte Carlo report to HDF5: /mc/accuracy (points x trials), per-point datasets and attributes.
+Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt);
+
+}  // namespace anasim::nn
