@@ -87,7 +87,7 @@ class YamlParser {
 
   // Parses one YAML document. `top`: the top-level file (its title counts).
   void parse_text(const std::string& path, const std::string& text, bool top, int depth) {
-    files_.push_back(SrcFile{path, detail::split_lines(text)});
+    files_.push_back(SrcFile{path, detail::split_lines(text), {}});
     const SrcFile* saved = file_;
     file_ = &files_.back();
     try {
@@ -621,7 +621,7 @@ class YamlParser {
       const char* names[2] = {"acmag", "acphase"};
       size_t k = 0;
       for (const YAML::Node& x : e.value) {
-        ParamAssign pa{names[k], {}, false, kl};
+        ParamAssign pa{names[k], {}, false, kl, {}, {}};
         ValueExpr v;
         if (!scalar(x, fmt::format("'ac' of {}", what), kl, v)) return false;
         pa.values.push_back(std::move(v));
@@ -630,7 +630,7 @@ class YamlParser {
       }
       return true;
     }
-    ParamAssign pa{"acmag", {}, false, kl};
+    ParamAssign pa{"acmag", {}, false, kl, {}, {}};
     ValueExpr v;
     if (!scalar(e.value, fmt::format("'ac' of {}", what), kl, v)) return false;
     pa.values.push_back(std::move(v));
