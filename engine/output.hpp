@@ -15,7 +15,7 @@ Status write_hdf5(const RunResults& r, const std::string& path);
 
 // CSV: DIR/op.csv, DIR/dc.csv, DIR/tran.csv, DIR/ac.csv (tran2.csv ... when repeated), created if needed.
 // Header row of lower-case signal names; first column the sweep variable (not in op.csv);
-// AC columns vm(...) and vp(...) [deg]. Numbers in %.12g.
+// AC columns vm(...) and vp(...) [deg]. Numbers in shortest round-trip form.
 Status write_csv(const RunResults& r, const std::string& dir);
 
 }  // namespace anasim

@@ -1,4 +1,4 @@
-// CSV writer: one file per analysis (DIR/<group>.csv), header row of column names, numbers in %.12g.
+// CSV writer: one file per analysis (DIR/<group>.csv), header row of column names, numbers in shortest round-trip form (exact doubles).
 // Each file is written to "<file>.tmp" and renamed into place, so a reader never sees half a file.
 #include "engine/output.hpp"
 #include <cerrno>
@@ -75,15 +75,15 @@ bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   constexpr double deg = 180.0 / 3.14159265358979323846;
   for (long r = 0; r < rows; ++r) {
     first = true;
-    if (!op) { sep(first); fmt::format_to(std::back_inserter(b), "{:.12g}", a.sweep[r]); }
-    if (nested) { sep(first); fmt::format_to(std::back_inserter(b), "{:.12g}", a.sweep2[r]); }
+    if (!op) { sep(first); fmt::format_to(std::back_inserter(b), "{}", a.sweep[r]); }
+    if (nested) { sep(first); fmt::format_to(std::back_inserter(b), "{}", a.sweep2[r]); }
     for (const auto& s : a.signals) {
       if (ac) {
         const double re = s.re[r], im = s.im.empty() ? 0.0 : s.im[r];
-        sep(first); fmt::format_to(std::back_inserter(b), "{:.12g}", std::hypot(re, im));
-        sep(first); fmt::format_to(std::back_inserter(b), "{:.12g}", std::atan2(im, re) * deg);
+        sep(first); fmt::format_to(std::back_inserter(b), "{}", std::hypot(re, im));
+        sep(first); fmt::format_to(std::back_inserter(b), "{}", std::atan2(im, re) * deg);
       } else {
-        sep(first); fmt::format_to(std::back_inserter(b), "{:.12g}", s.re[r]);
+        sep(first); fmt::format_to(std::back_inserter(b), "{}", s.re[r]);
       }
     }
     b.push_back('\n');

@@ -123,7 +123,11 @@ Status write_hdf5(const RunResults& r, const std::string& path) {
     H5::FileCreatPropList fcpl;
     if (H5Pset_link_creation_order(fcpl.getId(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
       throw H5::FileIException("write_hdf5", "H5Pset_link_creation_order failed");
-    H5::H5File file(tmp, H5F_ACC_TRUNC, fcpl);
+    // The 1.8+ file format keeps large groups (10^4-10^5 signals) in indexed dense storage.
+    H5::FileAccPropList fapl;
+    if (H5Pset_libver_bounds(fapl.getId(), H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0)
+      throw H5::FileIException("write_hdf5", "H5Pset_libver_bounds failed");
+    H5::H5File file(tmp, H5F_ACC_TRUNC, fcpl, fapl);
     attr_string(file, "title", r.title);
     attr_string(file, "netlist", r.netlist);
     {
