@@ -21,8 +21,15 @@ ParamValues default_params(const ParamTable& table) {
   size_t n = table.size();
   pv.value.resize(n);
   for (size_t i = 0; i < n; ++i) pv.value[i] = table[i].def;
-  pv.list.assign(n, {});
-  pv.text.assign(n, {});
+  // list/text storage only for tables that have such parameters (most devices have none; a flat netlist of
+  // 10^5 resistors would otherwise carry 2 x 10^5 empty vectors).
+  bool lists = false, texts = false;
+  for (const auto& spec : table) {
+    lists = lists || spec.kind == ParamKind::List;
+    texts = texts || spec.kind == ParamKind::Text;
+  }
+  if (lists) pv.list.assign(n, {});
+  if (texts) pv.text.assign(n, {});
   pv.given.assign(n, 0);
   pv.loc.assign(n, SourceLoc{});
   return pv;

@@ -33,8 +33,8 @@ using ParamTable = std::vector<ParamSpec>;
 struct ParamValues {
   const ParamTable* table = nullptr;
   std::vector<double> value;               // size table->size(); default if not given
-  std::vector<std::vector<double>> list;   // for List kind
-  std::vector<std::string> text;           // for Text kind (raw text, quotes stripped); "" if not given
+  std::vector<std::vector<double>> list;   // for List kind; sized like the table only if it has List parameters
+  std::vector<std::string> text;           // for Text kind (raw, quotes stripped; "" if not given); sized only if the table has Text parameters
   std::vector<char> given;                 // 1 if set explicitly
   std::vector<SourceLoc> loc;              // where each given value came from
 
