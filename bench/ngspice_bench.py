@@ -178,22 +178,25 @@ def run_case(case, a, root):
     row.update(ngspice_s=statistics.median(walls), ngspice_runs=walls, ngspice_cpu_s=statistics.median(cpus))
     # anasim reads the same deck; if it cannot (an exported deck with constructs its SPICE reader lacks), it
     # reads the YAML source the deck was exported from, and the row says so
-    anasim_input = deck
     csvdir = os.path.join(d, "anasim_csv")
-    p = subprocess.run([a.anasim, "run", deck, "--csv", csvdir], capture_output=True, text=True)
-    if p.returncode == 2 and yaml_src:
-        first = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip())
+    out = ["--csv", csvdir] if a.anasim_output == "csv" else ["-o", os.path.join(d, "anasim.h5")]
+    anasim_input = deck
+    try:
+        walls, cpus, p = run_timed([a.anasim, "run", deck] + out, a.runs)
+    except RuntimeError as e:
+        if not (yaml_src and "failed (2)" in str(e)):
+            raise
+        first = next((l for l in str(e).splitlines() if "error: " in l), "").split(" (known:")[0]
         row["note"] += f"; anasim ran the YAML source: it rejects its own exported deck ({first.split('error: ')[-1]})"
         anasim_input = yaml_src
-        p = subprocess.run([a.anasim, "run", yaml_src, "--csv", csvdir], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"anasim run {anasim_input} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        walls, cpus, p = run_timed([a.anasim, "run", yaml_src] + out, a.runs)
+    row.update(anasim_s=statistics.median(walls), anasim_runs=walls, anasim_cpu_s=statistics.median(cpus))
     row["unknowns"] = unknowns_of(p.stdout)
     row["anasim_input"] = anasim_input
-    # timed anasim runs write HDF5 (binary, as ngspice writes its binary raw file); the CSV run above is
-    # the one compared
-    walls, cpus, _ = run_timed([a.anasim, "run", anasim_input, "-o", os.path.join(d, "anasim.h5")], a.runs)
-    row.update(anasim_s=statistics.median(walls), anasim_runs=walls, anasim_cpu_s=statistics.median(cpus))
+    if a.anasim_output != "csv":  # one more run for the comparison, untimed
+        p = subprocess.run([a.anasim, "run", anasim_input, "--csv", csvdir], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"anasim run {anasim_input} --csv failed ({p.returncode}):\n{p.stderr[-3000:]}")
     row["ratio"] = row["ngspice_s"] / row["anasim_s"]
     row["cpu_ratio"] = row["ngspice_cpu_s"] / max(row["anasim_cpu_s"], 1e-6)
     c = compare(case.kind, raw, csvdir)
@@ -256,8 +259,12 @@ def markdown(meta, rows):
     t = table_rows(rows)
     lines = [f"Run {meta['date']} on {meta['machine']}; {meta['ngspice']}{' with .options klu' if meta['klu'] else ''}; "
              f"{meta['runs']} runs per simulator, median wall time (a single run where the first took over a minute); "
+             f"ngspice writes its binary raw file, anasim {'CSV' if meta['anasim_output'] == 'csv' else 'HDF5'}; "
+             f"CPU ratio = ratio of median user + sys CPU times; "
              f"load average {meta['load_start'][0]:.2f} at the start, {meta['load_end'][0]:.2f} at the end "
-             f"(1-minute); {'quick subset' if meta['quick'] else 'full set'}; total {meta['seconds']:.0f} s.", "",
+             f"(1-minute); {'quick subset' if meta['quick'] else 'full set'}"
+             f"{' restricted to ' + ', '.join(repr(x) for x in meta['only']) if meta['only'] else ''}; "
+             f"total {meta['seconds']:.0f} s.", "",
              "| " + " | ".join(t[0]) + " |", "|" + "|".join("---" for _ in t[0]) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in t[1:]]
     notes = [f"- {r['circuit']} {r['size']}: {r['note'].lstrip('; ')}" for r in rows if r.get("note") and r["kind"] != "todo"]
@@ -285,6 +292,8 @@ def main():
     ap.add_argument("--klu", action="store_true", help="add .options klu to every deck (ngspice built with KLU)")
     ap.add_argument("--quick", action="store_true", help="the smallest size of each circuit (under two minutes)")
     ap.add_argument("--runs", type=int, default=3, help="runs per simulator and circuit, median reported (>= 3)")
+    ap.add_argument("--anasim-output", choices=["csv", "h5"], default="csv",
+                    help="what the timed anasim runs write: --csv DIR (default; the results compared) or -o FILE.h5")
     ap.add_argument("--only", action="append", default=[], help="run only circuits whose 'circuit size' contains this")
     ap.add_argument("--json", default=os.path.join(HERE, "results.json"))
     ap.add_argument("--csv", default=os.path.join(HERE, "results.csv"))
@@ -301,7 +310,7 @@ def main():
     t_start = time.perf_counter()
     meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": sb.machine(),
             "ngspice": sb.ngspice_version(a.ngspice), "anasim": a.anasim, "klu": a.klu, "quick": a.quick,
-            "runs": a.runs, "load_start": list(os.getloadavg()),
+            "runs": a.runs, "anasim_output": a.anasim_output, "only": a.only, "load_start": list(os.getloadavg()),
             "op_tolerance_V": OP_TOL, "tran_tolerance_rel": TRAN_TOL}
     print(f"{meta['date']}  {meta['machine']}\n{meta['ngspice']}{' with .options klu' if a.klu else ''}, "
           f"anasim {a.anasim}\nload average {' '.join(f'{x:.2f}' for x in meta['load_start'])}")

@@ -50,6 +50,7 @@ struct NnArgs {
   std::string mode;                    // --mode analog|hybrid (overrides the config)
   int samples = 0;                     // eval / mc: test images (0 = all)
   int reference = 0;                   // eval: samples compared with the MNA solve
+  bool reference_cold = false;         // eval: MNA reference from scratch (operating_point) on every sample
   bool json = false;                   // eval: machine-readable summary
   int sample = 0;                      // export-spice: test image index
   std::string yaml_out;                // export-spice: also write the netlist as YAML
@@ -256,7 +257,7 @@ int cmd_eval_hw(const NnArgs& a) {
   HwSetup h;
   if (Status st = load_hw_setup(a, h); !st) return report(st);
   EvalReport r;
-  Status st = run_eval(h.net, h.cfg, *h.calib, h.test, a.samples, a.reference, r);
+  Status st = run_eval(h.net, h.cfg, *h.calib, h.test, a.samples, a.reference, r, !a.reference_cold);
   if (!st) return report(st);
   if (a.json) {
     fmt::print("{{\"digital_accuracy\": {}, \"analog_accuracy\": {}, \"agreement\": {}, \"samples\": {}, "
@@ -283,10 +284,12 @@ int cmd_eval_hw(const NnArgs& a) {
              static_cast<double>(r.stats.sweeps) / std::max(1L, r.stats.images),
              static_cast<double>(r.stats.newton) / std::max(1L, r.stats.images), omp_get_max_threads());
   if (r.has_reference)
-    fmt::print("  MNA reference      {} samples ({} unknowns, {:.3f} s/sample): max rel diff {:.3g}, max abs diff "
-               "{:.3g} V, {} with saturated op-amps\n    worst: {}\n",
-               r.reference.samples, r.reference.unknowns, r.reference.seconds_per_sample, r.reference.max_rel,
-               r.reference.max_abs, r.reference.saturated, r.reference.worst);
+    fmt::print("  MNA reference      {} samples ({} unknowns, {} start, {:.1f} Newton iterations and {:.3f} s per sample): "
+               "max rel diff {:.3g}, max abs diff {:.3g} V, {} with saturated op-amps\n    worst: {}\n",
+               r.reference.samples, r.reference.unknowns, r.reference.warm_start ? "warm" : "cold",
+               static_cast<double>(r.reference.newton_iterations) / std::max(1, r.reference.samples),
+               r.reference.seconds_per_sample, r.reference.max_rel, r.reference.max_abs, r.reference.saturated,
+               r.reference.worst);
   return 0;
 }
 
@@ -424,6 +427,8 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   a->eval->add_option("--mode", a->mode, "analog or hybrid (overrides the config)");
   a->eval->add_option("--samples", a->samples, "test images (0 = all)")->capture_default_str();
   a->eval->add_option("--reference", a->reference, "compare the first N images with the full MNA solve");
+  a->eval->add_flag("--reference-cold", a->reference_cold,
+                    "start every MNA solve from scratch (default: Newton from the fast path's voltages)");
   a->eval->add_flag("--json", a->json, "print a machine-readable summary");
   a->eval->add_flag("--keras", a->keras, "the model is a Keras HDF5 file of dense layers");
   a->eval->add_option("--noise", a->eval_noise, "also evaluate with weight noise w*(1+sigma*N(0,1))")

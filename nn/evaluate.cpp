@@ -32,9 +32,10 @@ double accuracy_of(const std::vector<int>& pred, const std::vector<int>& labels,
 }  // namespace
 
 Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const MatrixRf& x, int n,
-                         ReferenceReport& rep, const std::function<void(int)>& progress) {
+                         ReferenceReport& rep, bool warm_start, const std::function<void(int)>& progress) {
   const MappedNetwork& map = *hw.map;
   rep = ReferenceReport{};
+  rep.warm_start = warm_start;
   n = std::min<int>(n, static_cast<int>(x.rows()));
   FlatNetlist fn;
   NetlistNames names;
@@ -55,7 +56,8 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
       if (Status st = circuit.build(fn, builtin_catalog()); !st) return st;
       solver = std::make_unique<NewtonSolver>(circuit, fn.options);
       rep.unknowns = circuit.n();
-      for (size_t i = 0; i < fn.node_names.size(); ++i) node_id[fn.node_names[i]] = static_cast<int>(i);
+      const auto& cn = circuit.node_names();  // includes device-internal nodes ("utia0_3#p")
+      for (size_t i = 0; i < cn.size(); ++i) node_id[cn[i]] = static_cast<int>(i);
       dacs.resize(map.layers.size());
       noise.resize(map.layers.size());
       for (size_t l = 0; l < map.layers.size(); ++l) {
@@ -77,8 +79,44 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
       }
     }
     const auto t0 = Clock::now();
-    if (Status st = solver->operating_point(); !st)
-      return Status::numerical(fmt::format("MNA reference, sample {}: {}", k, st.errors[0].message));
+    const long it0 = solver->newton_iterations();
+    bool solved = false;
+    if (warm_start) {
+      std::vector<double>& xs = solver->x();
+      auto set = [&](const std::string& node, double v) {
+        const auto it = node_id.find(node);
+        if (it == node_id.end() || !std::isfinite(v)) return;
+        const UnknownIndex u = circuit.node_unknown(NodeId(it->second));
+        if (!u.is_ground()) xs[u.v] = v;
+      };
+      for (size_t l = 0; l < map.layers.size(); ++l) {
+        const LayerVoltages& v = fv[l];
+        for (int j = 0; j < map.layers[l].outputs; ++j) {
+          set(fmt::format("c{}_{}", l, j), v.c[j]);
+          set(fmt::format("y{}_{}", l, j), v.y[j]);
+          set(fmt::format("utia{}_{}#p", l, j), v.p[3 * j]);
+          if (!map.layers[l].rectifier) continue;
+          set(fmt::format("s{}_{}", l, j), v.s[j]);
+          set(fmt::format("a{}_{}", l, j), v.a[j]);
+          set(fmt::format("h{}_{}", l, j), v.h[j]);
+          set(fmt::format("t{}_{}", l, j), v.t[j]);
+          set(fmt::format("hn{}_{}", l, j), v.hn[j]);
+          set(fmt::format("urect{}_{}#p", l, j), v.p[3 * j + 1]);
+          set(fmt::format("uinv{}_{}#p", l, j), v.p[3 * j + 2]);
+          if (!v.d1i.empty()) {
+            set(fmt::format("d1{}_{}#internal", l, j), v.d1i[j]);
+            set(fmt::format("d2{}_{}#internal", l, j), v.d2i[j]);
+          }
+        }
+      }
+      solver->ctx().mode = LoadContext::Mode::Dc;
+      solver->ctx().srcfact = 1.0;
+      solved = solver->newton(fn.options.itl1, false).ok();
+    }
+    if (!solved)
+      if (Status st = solver->operating_point(); !st)
+        return Status::numerical(fmt::format("MNA reference, sample {}: {}", k, st.errors[0].message));
+    rep.newton_iterations += solver->newton_iterations() - it0;
     seconds += since(t0);
     const std::vector<double>& xs = solver->x();
     auto volt = [&](const std::string& node) {
@@ -126,7 +164,7 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
 }
 
 Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
-                int reference, EvalReport& rep) {
+                int reference, EvalReport& rep, bool warm_reference) {
   rep = EvalReport{};
   MappedNetwork map;
   if (Status st = map_network(net, cfg, calib, map); !st) return st;
@@ -154,7 +192,7 @@ Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib
                                          rep.stats.failures, n));
   if (reference > 0) {
     rep.has_reference = true;
-    if (Status st = compare_reference(hw, fe, test.images, reference, rep.reference); !st) return st;
+    if (Status st = compare_reference(hw, fe, test.images, reference, rep.reference, warm_reference); !st) return st;
   }
   return {};
 }

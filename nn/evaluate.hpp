@@ -23,14 +23,22 @@ struct ReferenceReport {
   int code_mismatches = 0;        // hybrid: samples whose ADC codes from the MNA voltages differ from the fast ones
   double seconds_per_sample = 0;  // MNA operating point per sample [s]
   int unknowns = 0;               // MNA unknowns of the full circuit
+  long newton_iterations = 0;     // MNA Newton iterations over all samples
+  bool warm_start = false;
 };
 
 // Compares `fast` (prepared for `hw`) with NewtonSolver::operating_point on build_netlist's circuit for test
 // images rows [0, n) of `x` (the circuit is built once; DAC codes are changed per sample and re-solved).
 // Compared: TIA outputs y, rectifier outputs h, inverter outputs hn of every layer (the last layer's y are the
 // pre-ADC voltages). `progress` (may be empty) is called after every sample.
+// warm_start = false: every sample is solved by the engine's full operating-point strategy (junctions
+// initialised, gmin and source stepping if needed), independently of the fast path. warm_start = true: Newton
+// (no junction initialisation) starts from the fast path's voltages at the nonlinear devices' nodes (the
+// crossbar nodes are linear and need none): the MNA iteration then only confirms a solution, 2-3 refactorizations
+// of the full matrix per sample instead of tens; it falls back to the full strategy if Newton does not converge.
 Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const MatrixRf& x, int n,
-                         ReferenceReport& rep, const std::function<void(int)>& progress = {});
+                         ReferenceReport& rep, bool warm_start = false,
+                         const std::function<void(int)>& progress = {});
 
 struct EvalReport {
   int samples = 0;
@@ -47,9 +55,9 @@ struct EvalReport {
 
 // Maps `net` with `cfg` (calibrated on `calib`), draws the static mismatch of cfg.seed (trial 0), evaluates the
 // first `samples` test images (0 = all) through the fast evaluator and, with reference > 0, compares the first
-// `reference` images with the MNA solve.
+// `reference` images with the MNA solve (warm-started from the fast path when `warm_reference`).
 Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
-                int reference, EvalReport& rep);
+                int reference, EvalReport& rep, bool warm_reference = false);
 
 // One Monte Carlo sweep point: accuracy per trial.
 struct McPoint {

@@ -32,6 +32,9 @@ namespace anasim::nn {
 struct LayerVoltages {
   std::vector<double> c, y;       // TIA summing node and output
   std::vector<double> h, hn;      // rectifier output and inverter output (rectifier layers)
+  std::vector<double> s, a, t;    // rectifier summing node, rectifier op-amp output, inverter summing node
+  std::vector<double> d1i, d2i;   // diode series-resistance nodes (diode_rs > 0)
+  std::vector<double> p;          // level-2 op-amp pole nodes, kNumPeripheryOps per neuron (NaN where absent)
 };
 
 struct FastStats {
@@ -45,7 +48,7 @@ struct FastStats {
 
 struct FastOptions {
   double reltol = 1e-12;          // relative change that ends sweeps and local Newton iterations
-  double vntol = 1e-15;           // [V] absolute part of the tolerance
+  double vntol = 1e-12;           // [V] absolute part of the tolerance
   int max_sweeps = 200;
   int max_newton = 100;
   int chunk = 64;                 // images per GEMM chunk (fixed: results do not depend on threads)

@@ -91,7 +91,8 @@ void make_small(Small& s, MappingMode mode, int level) {
 TEST_CASE("nn exact: fast evaluator equals the MNA solve on every layer output") {
   for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid})
     for (int level : {1, 2, 0}) {
-      CAPTURE(mode_name(mode));
+      const std::string mode_s = mode_name(mode);
+      CAPTURE(mode_s);
       CAPTURE(level);
       Small s;
       make_small(s, mode, level);
@@ -99,15 +100,173 @@ TEST_CASE("nn exact: fast evaluator equals the MNA solve on every layer output")
       for (auto& li : s.hw.layers) li.res[1 * kNumPeripheryRes + kResRf] *= 40;
       FastEvaluator fe;
       REQUIRE(fe.prepare(s.hw).ok());
-      ReferenceReport rep;
-      const Status st = compare_reference(s.hw, fe, s.x, 4, rep);
-      INFO(st.to_string());
-      REQUIRE(st.ok());
-      INFO("worst: " << rep.worst << " max abs " << rep.max_abs);
-      CHECK(rep.samples == 4);
-      MESSAGE("max_rel " << rep.max_rel << " max_abs " << rep.max_abs << " worst " << rep.worst << " ms/sample " << 1e3 * rep.seconds_per_sample);
-      CHECK(rep.max_rel <= 1e-6);
-      CHECK(rep.saturated >= 1);
-      CHECK(rep.code_mismatches == 0);
+      // Cold: the engine's own operating-point strategy on every sample, independent of the fast path; warm:
+      // Newton started from the fast path's voltages (as used for the large model).
+      for (bool warm : {false, true}) {
+        CAPTURE(warm);
+        ReferenceReport rep;
+        const Status st = compare_reference(s.hw, fe, s.x, 4, rep, warm);
+        INFO(st.to_string());
+        REQUIRE(st.ok());
+        INFO("worst: " << rep.worst << " max abs " << rep.max_abs);
+        CHECK(rep.samples == 4);
+        CHECK(rep.max_rel <= 1e-6);
+        CHECK(rep.saturated >= 1);
+        CHECK(rep.code_mismatches == 0);
+        if (warm) CHECK(rep.newton_iterations <= 4 * 6);
+        MESSAGE(mode_s << " level " << level << (warm ? " warm" : " cold") << ": max rel diff " << rep.max_rel
+                       << ", max abs diff " << rep.max_abs << " V, " << rep.newton_iterations << " MNA Newton iterations");
+      }
     }
+}
+
+TEST_CASE("nn exact: the exported deck in ngspice agrees with the fast evaluator within 0.1 mV") {
+  if (!test::ngspice_available()) {
+    MESSAGE("ngspice not found: skipped");
+    return;
+  }
+  for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid}) {
+    const std::string mode_s = mode_name(mode);
+    CAPTURE(mode_s);
+    Small s;
+    make_small(s, mode, 2);
+    FastEvaluator fe;
+    REQUIRE(fe.prepare(s.hw).ok());
+    std::vector<LayerVoltages> v;
+    LayerCodes codes;
+    REQUIRE(fe.evaluate_one(s.x.row(5).data(), 5, v, &codes).ok());
+    FlatNetlist fn;
+    NetlistNames names;
+    REQUIRE(build_netlist(s.hw, codes, 5, fn, names).ok());
+    const auto dir = test::scratch_dir(std::string("nn_spice_") + mode_name(mode));
+    const auto deck = dir / "mapped.cir";
+    REQUIRE(export_spice(fn, deck.string()).ok());
+    const std::vector<RawPlot> plots = test::run_ngspice(deck);
+    REQUIRE(!plots.empty());
+    const RawPlot& p = plots[0];
+    double worst = 0;
+    int compared = 0;
+    auto cmp = [&](const std::vector<double>& fast, const std::vector<std::string>& nodes) {
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        const int k = p.find("v(" + nodes[j] + ")");
+        INFO("node " << nodes[j]);
+        REQUIRE(k >= 0);
+        worst = std::max(worst, std::fabs(p.re[k][0] - fast[j]));
+        ++compared;
+      }
+    };
+    for (size_t l = 0; l < v.size(); ++l) {
+      cmp(v[l].y, names.tia_out[l]);
+      cmp(v[l].h, names.rect_out[l]);
+      cmp(v[l].hn, names.inv_out[l]);
+    }
+    MESSAGE(mode_s << ": " << compared << " layer outputs, max |ngspice - anasim| = " << worst << " V");
+    CHECK(compared >= 26);
+    CHECK(worst <= 1e-4);
+  }
+}
+
+TEST_CASE("nn exact: results do not depend on the thread count") {
+  Small s;
+  HardwareConfig c = small_config(MappingMode::Analog, 2);
+  c.read_noise = 2e-7;
+  REQUIRE(map_network(s.net, c, s.x, s.map).ok());
+  realize(s.map, 9, 1, s.hw);
+  const int saved = omp_get_max_threads();
+  std::vector<int> cls[2];
+  std::vector<long> codes[2];
+  for (int t : {1, 2}) {
+    omp_set_num_threads(t);
+    FastEvaluator fe;
+    FastOptions o;
+    o.chunk = 8;  // several chunks on both threads
+    REQUIRE(fe.prepare(s.hw, o).ok());
+    REQUIRE(fe.classify(s.x, 0, static_cast<int>(s.x.rows()), 100, cls[t - 1], &codes[t - 1]).ok());
+    CHECK(fe.stats().failures == 0);
+  }
+  CHECK(cls[0] == cls[1]);
+  CHECK(codes[0] == codes[1]);
+  // Monte Carlo over trials: same numbers for the same seed, whatever the threads.
+  Dataset test;
+  test.images = s.x;
+  for (int i = 0; i < s.x.rows(); ++i) test.labels.push_back(cls[0][i] % 10);
+  McOptions mo;
+  mo.trials = 3;
+  mo.seed = 4;
+  mo.sweep_param = "sigma_g";
+  mo.sweep_values = {"0.02", "0.1"};
+  McReport r[2];
+  for (int t : {1, 2}) {
+    omp_set_num_threads(t);
+    REQUIRE(run_mc(s.net, c, s.x, test, mo, r[t - 1]).ok());
+  }
+  omp_set_num_threads(saved);
+  REQUIRE(r[0].points.size() == 2);
+  for (size_t p = 0; p < 2; ++p) CHECK(r[0].points[p].accuracy == r[1].points[p].accuracy);
+  CHECK(r[0].points[0].accuracy.size() == 3);
+}
+
+// ---- slow: the shipped 784-128-10 model on MNIST (CTest label "slow") ----------------------------------------
+
+namespace {
+
+struct Mnist {
+  Mlp net;
+  HardwareConfig cfg;
+  Dataset train, test;
+};
+
+void load_mnist(Mnist& m) {
+  REQUIRE(load_model(std::string(ANASIM_SOURCE_DIR) + "/data/mlp_784_128_10.h5", m.net).ok());
+  REQUIRE(load_hardware_config(std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml", m.cfg).ok());
+  std::string dir;
+  const Status st = find_data_dir(DatasetKind::Mnist, "", true, dir);
+  INFO(st.to_string());
+  REQUIRE(st.ok());
+  REQUIRE(load_split(dir, Split::Train, m.train).ok());
+  REQUIRE(load_split(dir, Split::Test, m.test).ok());
+}
+
+}  // namespace
+
+TEST_CASE("nn slow: 784-128-10 through the mapped circuit equals the MNA solve on 200 images" * doctest::skip()) {
+  Mnist m;
+  load_mnist(m);
+  for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid}) {
+    const std::string mode_s = mode_name(mode);
+    CAPTURE(mode_s);
+    HardwareConfig c = m.cfg;
+    c.mode = mode;
+    EvalReport r;
+    const Status st = run_eval(m.net, c, m.train.images, m.test, 200, 200, r, /*warm_reference=*/true);
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    MESSAGE(mode_s << ": " << r.reference.samples << " samples, " << r.reference.unknowns << " MNA unknowns, "
+                   << r.reference.seconds_per_sample << " s/sample; max rel diff " << r.reference.max_rel
+                   << ", max abs diff " << r.reference.max_abs << " V (" << r.reference.worst << "), "
+                   << r.reference.saturated << " samples with saturated op-amps");
+    CHECK(r.reference.samples == 200);
+    CHECK(r.reference.max_rel <= 1e-6);
+    CHECK(r.reference.code_mismatches == 0);
+  }
+}
+
+TEST_CASE("nn slow: 784-128-10 analog accuracy within 0.3 points of digital on the full test set" * doctest::skip()) {
+  Mnist m;
+  load_mnist(m);
+  for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid}) {
+    const std::string mode_s = mode_name(mode);
+    CAPTURE(mode_s);
+    HardwareConfig c = m.cfg;
+    c.mode = mode;
+    EvalReport r;
+    const Status st = run_eval(m.net, c, m.train.images, m.test, 0, 0, r);
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    MESSAGE(mode_s << ": digital " << 100 * r.digital_accuracy << "%, analog " << 100 * r.analog_accuracy
+                   << "%, agreement " << 100 * r.agreement << "%, " << r.seconds << " s");
+    CHECK(r.samples == 10000);
+    CHECK(std::fabs(r.analog_accuracy - r.digital_accuracy) <= 0.003);
+    CHECK(r.stats.failures == 0);
+  }
 }
