@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fmt/format.h>
 #include <omp.h>
 #include <cholmod.h>
@@ -468,6 +467,38 @@ struct Kernel {
     std::copy(lim2, lim2 + kLim, lim);
     return true;
   }
+  // m right-hand sides at once (b: m consecutive vectors of n).
+  void apply_multi(const double* A, const int* piv, double* b, int m) const {
+    switch (L.n) {
+      case 2: return lu_apply_multi<2>(2, A, piv, b, m);
+      case 3: return lu_apply_multi<3>(3, A, piv, b, m);
+      case 7: return lu_apply_multi<7>(7, A, piv, b, m);
+      case 10: return lu_apply_multi<10>(10, A, piv, b, m);
+      default: return lu_apply_multi<0>(L.n, A, piv, b, m);
+    }
+  }
+  template <int N>
+  static void lu_apply_multi(int nrt, const double* A, const int* piv, double* b, int m) {
+    const int n = N > 0 ? N : nrt;
+    for (int r = 0; r < m; ++r) {
+      double* br = b + r * n;
+      for (int k = 0; k < n; ++k)
+        if (piv[k] != k) std::swap(br[k], br[piv[k]]);
+    }
+    for (int k = 0; k < n; ++k)
+      for (int i = k + 1; i < n; ++i) {
+        const double lik = A[i * n + k];
+        for (int r = 0; r < m; ++r) b[r * n + i] -= lik * b[r * n + k];
+      }
+    for (int k = n - 1; k >= 0; --k) {
+      const double d = A[k * n + k];
+      for (int r = 0; r < m; ++r) b[r * n + k] *= d;
+      for (int i = 0; i < k; ++i) {
+        const double uik = A[i * n + k];
+        for (int r = 0; r < m; ++r) b[r * n + i] -= uik * b[r * n + k];
+      }
+    }
+  }
   void apply(const double* A, const int* piv, double* b) const {
     switch (L.n) {
       case 2: return lu_apply<2>(2, A, piv, b);
@@ -550,6 +581,15 @@ struct Kernel {
 
   // The DC input voltage inn (non-inverting input grounded) and pole-node voltage p at which an op-amp with offset
   // vos delivers current io into its output at voltage out: the op-amp equations solved backwards.
+  // atanh for the initial guess: the series to u^5 below 0.3 (error < u^7/7, far below what the guess needs).
+  static double guess_atanh(double u) {
+    if (std::fabs(u) < 0.3) {
+      const double u2 = u * u;
+      return u * (1.0 + u2 * (1.0 / 3.0 + u2 * 0.2));
+    }
+    return std::atanh(u);
+  }
+
   void opamp_inverse(double out, double io, double vos, double& inn, double& p) const {
     p = out;
     if (op.level == 0) {
@@ -560,13 +600,13 @@ struct Kernel {
     double vd;
     if (op.level == 1) {
       const double u = std::clamp((out + op.rout * io - op.vmid) / op.vhalf, -kEdge, kEdge);
-      vd = op.vhalf * std::atanh(u) / op.a0;
+      vd = op.vhalf * guess_atanh(u) / op.a0;
     } else {
-      p = std::isfinite(op.ilim) ? out + op.rout * op.ilim * std::atanh(std::clamp(io / op.ilim, -kEdge, kEdge))
+      p = std::isfinite(op.ilim) ? out + op.rout * op.ilim * guess_atanh(std::clamp(io / op.ilim, -kEdge, kEdge))
                                  : out + op.rout * io;
       const double need =
           (p - op.vmid) / op.r1 + op.gcl * (softplus((p - op.vhi) / kVs) - softplus((op.vlo - p) / kVs));
-      vd = op.vsr * std::atanh(std::clamp(need / op.imax, -kEdge, kEdge));
+      vd = op.vsr * guess_atanh(std::clamp(need / op.imax, -kEdge, kEdge));
     }
     const double kcm = op.level >= 2 ? op.kcm : 0.0;
     inn = (vos - kcm * op.vmid - vd) / (1 - 0.5 * kcm);
@@ -769,12 +809,7 @@ class SchurSolver {
     }
     cholmod_sparse A = wrap(n, Ap, Ai, Ax);
     const auto tf = Clock::now();
-    if (kTrace) fmt::print(stderr, "schur n {} ports {} same {} assembled in {:.3f} s\n", n, m, same, since(t_start));
-    timespec ts0, ts1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0);
     const bool fok = cholmod_factorize(&A, L_, &cc_);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts1);
-    const double tcpu = (ts1.tv_sec - ts0.tv_sec) + 1e-9 * (ts1.tv_nsec - ts0.tv_nsec);
     if (!fok || cc_.status != CHOLMOD_OK)
       return Status::numerical(fmt::format("CHOLMOD factorization of a crossbar block failed (status {}, column {})",
                                            cc_.status, L_->minor));
@@ -803,7 +838,9 @@ class SchurSolver {
     }
     Y.noalias() = Lpp * Lpp.transpose();
     for (int p = 0; p < m; ++p) Y(p, p) -= delta[p];
-    if (kTrace) fmt::print(stderr, "schur factor+extract {:.3f} s (factor {:.3f} s CPU), lnz {}\n", since(tf), tcpu, cc_.lnz);
+    if (kTrace)
+      fmt::print(stderr, "port reduction: {} nodes, {} ports, {} analysis, factor + extraction {:.3f} s (total {:.3f} s)\n",
+                 n, m, same ? "reused" : "new", since(tf), since(t_start));
     return {};
   }
 
@@ -882,6 +919,7 @@ struct FastLayer {
 struct FastEvaluator::Impl {
   const HardwareInstance* hw = nullptr;
   FastOptions opt;
+  bool noise = false;  // read noise on
   std::vector<FastLayer> layers;
   std::vector<std::vector<std::unique_ptr<SchurSolver>>> solvers;  // per layer, per row block
 
@@ -962,7 +1000,8 @@ struct FastEvaluator::Impl {
     in.r = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
     in.vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
     in.y_cc = f.Ycc(j, j);
-    in.lag_c = w.ic[l][j] - f.Ycc(j, j) * x[Lo.c] - read_noise_current(*hw, l, j, sample);
+    in.lag_c = w.ic[l][j] - f.Ycc(j, j) * x[Lo.c];
+    if (noise) in.lag_c -= read_noise_current(*hw, l, j, sample);
     if (f.m->rectifier && l + 1 < l1) {
       const FastLayer& nx = layers[l + 1];
       const int p = 2 * j, b = nx.block_of_row[p], off = nx.m->row_blocks[b];
@@ -1111,14 +1150,15 @@ struct FastEvaluator::Impl {
             // Sensitivities dx/dlag at this solution (the rhs of a port moves by -lag) and their bounds in units
             // of the tolerance.
             const int ports[3] = {Lo.c, Lo.h, Lo.hn};
+            const int np = Lo.h >= 0 ? 3 : 1;
+            std::fill(sens, sens + 3 * n, 0.0);
+            for (int i = 0; i < np; ++i) sens[i * n + ports[i]] = 1.0;
+            K.apply_multi(J, piv, sens, np);
+            double itol[kMaxLocal];
+            for (int k = 0; k < n; ++k) itol[k] = 1.0 / K.tol(k, x[k], x[k]);
             for (int i = 0; i < 3; ++i) {
-              double* sv = sens + i * n;
-              std::fill(sv, sv + n, 0.0);
               bound[i] = 0;
-              if (ports[i] < 0) continue;
-              sv[ports[i]] = 1.0;
-              K.apply(J, piv, sv);
-              for (int k = 0; k < n; ++k) bound[i] = std::max(bound[i], std::fabs(sv[k]) / K.tol(k, x[k], x[k]));
+              for (int k = 0; k < n && i < np; ++k) bound[i] = std::max(bound[i], std::fabs(sens[i * n + k]) * itol[k]);
             }
           }
           for (int k = 0; k < n; ++k) {
@@ -1217,6 +1257,7 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
   Impl& I = *impl_;
   I.hw = &hw;
   I.opt = opt;
+  I.noise = hw.map->cfg.read_noise > 0;
   const MappedNetwork& map = *hw.map;
   const HardwareConfig& cfg = map.cfg;
   const int L = static_cast<int>(map.layers.size());

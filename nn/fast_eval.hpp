@@ -10,12 +10,16 @@
 //     symbolic analysis is done once per pattern and reused by every trial. Blocks are summed into per-layer
 //     dense relations i_col = Ycc v_col + Ycx v_row and i_row = Yxx v_row + Ycx^T v_col (currents into the array).
 //  2. Per batch of images, Ycx times the DAC voltages of the first layer as one GEMM.
-//  3. Per image, Gauss-Seidel sweeps over the neurons of all coupled layers: each neuron's periphery (TIA;
-//     analog hidden layers also the precision rectifier and the inverter; level-2 pole nodes, level-0 branch
-//     currents, diode series-resistance nodes) is solved by Newton with its exact dense Jacobian, including the
-//     array's self-admittance at its ports; the coupling to the other ports (the rest of Ycc, the next layer's
-//     row loading Yxx and Ycx^T) is lagged and updated after every neuron by rank-1 updates. Sweeps repeat until
-//     no port voltage or periphery unknown moves by more than 1e-12 relative (+1e-15 V): the fixed point is the
+//  3. Per image, Gauss-Seidel sweeps over the neurons of all coupled layers (all layers in analog mode, one layer
+//     at a time in hybrid mode). Each neuron's periphery (TIA; analog hidden layers also the precision rectifier
+//     and the inverter; level-0 branch currents, diode series-resistance nodes; the level-2 pole node is
+//     eliminated exactly) is solved by Newton with its exact dense Jacobian, including the array's
+//     self-admittance at its ports; the coupling to the other ports (the rest of Ycc, the next layer's row
+//     loading Yxx and Ycx^T) is lagged and updated after every neuron by rank-1 updates. Every neuron first gets
+//     a stage-by-stage guess (op-amp equations inverted), then one Newton solve; later sweeps move neurons by
+//     linear response (dx/dlag from the stored LU factors) or skip them when that move is provably below a
+//     twentieth of the tolerance; when nothing moves by more than 1e-12 relative (+1 pV), every neuron moved by
+//     linear response is verified by a Newton step (a residual with its stored factors). The fixed point is the
 //     exact solution of the full circuit equations. Images run in parallel (OpenMP) in fixed chunks, each image
 //     on one thread: results do not depend on the thread count.
 // The device equations (op-amp levels 0-2 DC, diode, ADC transfer) follow devices/opamp.cpp, diode.cpp, adc.cpp.
