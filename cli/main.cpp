@@ -152,8 +152,12 @@ int cmd_devices() {
       if (p.empty()) return;
       fmt::print("  {}:\n", title);
       for (const auto& s : p) {
-        std::string range = s.kind == ParamKind::Text ? "-" : fmt::format("{}{}, {}]", s.min_exclusive ? "(" : "[", s.min, s.max);
-        std::string def = s.kind == ParamKind::List ? "list" : s.kind == ParamKind::Text ? "text" : fmt::format("{}", s.def);
+        const bool textual = s.kind == ParamKind::Text || s.kind == ParamKind::Expr;
+        std::string range = textual ? "-" : fmt::format("{}{}, {}]", s.min_exclusive ? "(" : "[", s.min, s.max);
+        std::string def = s.kind == ParamKind::List   ? "list"
+                          : s.kind == ParamKind::Text ? "text"
+                          : s.kind == ParamKind::Expr ? "expr"
+                                                      : fmt::format("{}", s.def);
         fmt::print("    {:<9} {:<5} default {:<10} range {:<14} {}\n", s.name, s.unit, def, range, s.description);
       }
     };

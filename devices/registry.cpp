@@ -22,6 +22,7 @@ class BuiltinCatalog : public DeviceCatalog {
     types_.push_back(make_dac_type());
     types_.push_back(make_adc_type());
     types_.push_back(make_opamp_type());
+    types_.push_back(make_bsource_type());
   }
   const DeviceType* find(const std::string& key) const override {
     for (const auto& t : types_)

@@ -23,5 +23,6 @@ std::unique_ptr<DeviceType> make_crossbar_type();
 std::unique_ptr<DeviceType> make_dac_type();
 std::unique_ptr<DeviceType> make_adc_type();
 std::unique_ptr<DeviceType> make_opamp_type();
+std::unique_ptr<DeviceType> make_bsource_type();
 
 }  // namespace anasim

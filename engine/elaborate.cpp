@@ -96,6 +96,7 @@ class Elaborator {
                              fd.control_loc.valid() ? fd.control_loc : fd.loc);
       fd.control_key = c->type->key;
     }
+    if (Status st = resolve_expressions(); !st) return st;
     if (Status st = analyses(); !st) return st;
     for (const auto& ic : pn_.ics) {
       auto it = node_ids_.find(ic.name);
@@ -239,6 +240,18 @@ class Elaborator {
       if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
         return st;
       if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
+      for (size_t i = 0; i < fd.params.expr.size(); ++i) {  // behavioural expressions (B source)
+        if (!fd.params.has(static_cast<int>(i))) continue;
+        auto ce = std::make_shared<CompiledExpr>();
+        const ExprNameMap names{map_node, [&](const std::string& d) { return prefix + d; }};
+        Status st = compile_expr(fd.params.text[i], fd.params.loc[i], scope, names, *ce);
+        if (!st) {
+          for (Diag& d : st.errors)
+            d.message += fmt::format(" (in {}= of {} '{}')", type->params[i].name, type->long_name, full);
+          return st;
+        }
+        fd.params.expr[i] = std::move(ce);
+      }
       for (size_t i = 0; i < type->params.size(); ++i) {
         if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
             type->params[i].kind == ParamKind::Real)
@@ -279,6 +292,33 @@ class Elaborator {
         return Status::input(fmt::format("duplicate device name '{}'", full), inst.loc);
       names_.insert({full, out_.devices.size()});
       out_.devices.push_back(std::move(fd));
+    }
+    return {};
+  }
+
+  // Binds the quantities of behavioural expressions to nodes and branch-carrying devices, once every
+  // device is flattened (an expression may name a node or source defined further down).
+  Status resolve_expressions() {
+    for (auto& fd : out_.devices) {
+      for (auto& ce : fd.params.expr) {
+        if (!ce) continue;
+        for (ExprQuantity& q : ce->quantities()) {
+          if (q.kind == ExprQuantity::Kind::Voltage) {
+            auto it = node_ids_.find(q.name);
+            if (it == node_ids_.end())
+              return Status::input(fmt::format("{} '{}' reads v({}), but node '{}' is not in the circuit",
+                                               fd.type->long_name, fd.name, q.name, q.name), q.loc);
+            q.node = NodeId(it->second);
+            continue;
+          }
+          auto it = names_.find(q.name);
+          const FlatDevice* c = it == names_.end() ? nullptr : &out_.devices[it->second];
+          if (!c || (c->type->key != "v" && c->type->key != "l"))
+            return Status::input(fmt::format("{} '{}' reads i({}), but '{}' is not a voltage source or inductor in "
+                                             "the circuit", fd.type->long_name, fd.name, q.name, q.name), q.loc);
+          q.device_key = c->type->key;
+        }
+      }
     }
     return {};
   }

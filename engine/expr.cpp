@@ -119,33 +119,32 @@ double apply_function(const std::string& f, const std::vector<double>& a) {
 
 constexpr int kMaxDepth = 200;
 
+// Binary operators of the grammar.
+enum class Bin { Add, Sub, Mul, Div, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+
+// Recursive-descent parser shared by the two expression kinds. The Sink gives the values their meaning:
+// EvalSink computes numbers (parameter expressions), CompileSink emits a tape (behavioural expressions).
+// Sink::Value is what each sub-expression yields; sink operations return "" or an error message.
+template <class Sink>
 class ExprParser {
  public:
-  ExprParser(const std::string& s, size_t begin, size_t end, const SourceLoc& loc, const Scope& scope)
-      : s_(s), p_(begin), end_(end), loc_(loc), scope_(scope) {}
+  using V = typename Sink::Value;
+  ExprParser(const std::string& s, size_t begin, size_t end, const SourceLoc& loc, const Scope& scope, Sink& sink)
+      : s_(s), p_(begin), end_(end), loc_(loc), scope_(scope), sink_(sink) {}
 
-  Status run(double& out) {
+  Status run(V& out) {
     skip();
     if (p_ >= end_) return fail(p_, "empty expression; expected a number or an expression");
-    double v = 0;
+    V v{};
     if (!expr(v)) return err_;
     skip();
     if (p_ < end_) {
       if (s_[p_] == ')') return fail(p_, "unbalanced parenthesis: unexpected ')'");
       return fail(p_, fmt::format("unexpected character '{}'; expected an operator", s_[p_]));
     }
-    if (!std::isfinite(v)) return fail(0, "expression value is not a finite number");
     out = v;
     return Status::success();
   }
-
- private:
-  const std::string& s_;
-  size_t p_, end_;
-  const SourceLoc& loc_;
-  const Scope& scope_;
-  Status err_;
-  int depth_ = 0;
 
   Status fail(size_t offset, std::string msg) {
     SourceLoc l = loc_;
@@ -153,10 +152,27 @@ class ExprParser {
     err_ = Status::input(std::move(msg), std::move(l));
     return err_;
   }
+  // Location of character `offset` of the text.
+  SourceLoc loc_of(size_t offset) const {
+    SourceLoc l = loc_;
+    if (l.valid()) l.col = loc_.col + static_cast<int>(offset);
+    return l;
+  }
+
+ private:
+  const std::string& s_;
+  size_t p_, end_;
+  const SourceLoc& loc_;
+  const Scope& scope_;
+  Sink& sink_;
+  Status err_;
+  int depth_ = 0;
+
   bool error(size_t offset, std::string msg) {
     fail(offset, std::move(msg));
     return false;
   }
+  bool check(size_t offset, std::string msg) { return msg.empty() ? true : error(offset, std::move(msg)); }
 
   void skip() {
     while (p_ < end_ && is_space(s_[p_])) ++p_;
@@ -165,27 +181,90 @@ class ExprParser {
     skip();
     return p_ < end_ && s_[p_] == c;
   }
+  bool at2(char a, char b) {
+    skip();
+    return p_ + 1 < end_ && s_[p_] == a && s_[p_ + 1] == b;
+  }
 
-  bool expr(double& v) {
+  bool expr(V& v) {
     if (++depth_ > kMaxDepth) return error(p_, "expression nested too deeply");
-    bool ok = sum(v);
+    bool ok = ternary(v);
     --depth_;
     return ok;
   }
 
-  bool sum(double& v) {
+  // ternary := or ('?' expr ':' expr)?
+  bool ternary(V& v) {
+    if (!logical_or(v)) return false;
+    if (!at('?')) return true;
+    size_t q = p_++;
+    V a{}, b{};
+    if (!expr(a)) return false;
+    if (!at(':')) {
+      if (p_ < end_) return error(p_, fmt::format("unexpected character '{}'; expected ':' of 'c ? a : b'", s_[p_]));
+      return error(q, "'?' without ':'; expected 'c ? a : b'");
+    }
+    ++p_;
+    if (!expr(b)) return false;
+    return check(q, sink_.select(v, a, b));
+  }
+
+  bool logical_or(V& v) {
+    if (!logical_and(v)) return false;
+    while (at2('|', '|')) {
+      size_t op = p_;
+      p_ += 2;
+      V r{};
+      if (!logical_and(r) || !check(op, sink_.binary(Bin::Or, v, r))) return false;
+    }
+    return true;
+  }
+
+  bool logical_and(V& v) {
+    if (!comparison(v)) return false;
+    while (at2('&', '&')) {
+      size_t op = p_;
+      p_ += 2;
+      V r{};
+      if (!comparison(r) || !check(op, sink_.binary(Bin::And, v, r))) return false;
+    }
+    return true;
+  }
+
+  // comparison := sum (('<' | '<=' | '>' | '>=' | '==' | '!=') sum)*
+  bool comparison(V& v) {
+    if (!sum(v)) return false;
+    for (;;) {
+      skip();
+      if (p_ >= end_) return true;
+      const char c = s_[p_], d = p_ + 1 < end_ ? s_[p_ + 1] : '\0';
+      Bin op;
+      size_t len = 1;
+      if (c == '<') op = d == '=' ? (len = 2, Bin::Le) : Bin::Lt;
+      else if (c == '>') op = d == '=' ? (len = 2, Bin::Ge) : Bin::Gt;
+      else if (c == '=' && d == '=') op = Bin::Eq, len = 2;
+      else if (c == '!' && d == '=') op = Bin::Ne, len = 2;
+      else return true;
+      size_t pos = p_;
+      p_ += len;
+      V r{};
+      if (!sum(r) || !check(pos, sink_.binary(op, v, r))) return false;
+    }
+  }
+
+  bool sum(V& v) {
     if (!product(v)) return false;
     for (;;) {
       skip();
       if (p_ >= end_ || (s_[p_] != '+' && s_[p_] != '-')) return true;
+      size_t pos = p_;
       char op = s_[p_++];
-      double r = 0;
-      if (!product(r)) return false;
-      v = (op == '+') ? v + r : v - r;
+      V r{};
+      if (!product(r) || !check(pos, sink_.binary(op == '+' ? Bin::Add : Bin::Sub, v, r))) return false;
     }
   }
 
-  bool product(double& v) {
+  bool product(V& v) {
     if (!unary(v)) return false;
     for (;;) {
       skip();
@@ -194,32 +273,28 @@ class ExprParser {
       if (op != '*' && op != '/') return true;
       if (op == '*' && p_ + 1 < end_ && s_[p_ + 1] == '*') return true;  // '**' is power
       size_t op_pos = p_++;
-      double r = 0;
-      if (!unary(r)) return false;
-      if (op == '/') {
-        if (r == 0.0) return error(op_pos, "division by zero");
-        v /= r;
-      } else {
-        v *= r;
-      }
+      V r{};
+      if (!unary(r) || !check(op_pos, sink_.binary(op == '/' ? Bin::Div : Bin::Mul, v, r))) return false;
     }
   }
 
-  bool unary(double& v) {
+  bool unary(V& v) {
     skip();
-    if (p_ < end_ && (s_[p_] == '-' || s_[p_] == '+')) {
+    if (p_ < end_ && (s_[p_] == '-' || s_[p_] == '+' || (s_[p_] == '!' && !(p_ + 1 < end_ && s_[p_ + 1] == '=')))) {
+      size_t pos = p_;
       char op = s_[p_++];
       if (++depth_ > kMaxDepth) return error(p_, "expression nested too deeply");
       bool ok = unary(v);
       --depth_;
-      if (op == '-') v = -v;
-      return ok;
+      if (!ok) return false;
+      if (op == '+') return true;
+      return check(pos, sink_.negate(v, op == '!'));
     }
     return power(v);
   }
 
   // power := primary (('^' | '**') unary)?   (right associative; -2^2 = -4)
-  bool power(double& v) {
+  bool power(V& v) {
     if (!primary(v)) return false;
     skip();
     size_t op_pos = p_;
@@ -230,19 +305,15 @@ class ExprParser {
     } else {
       return true;
     }
-    double e = 0;
+    V e{};
     if (++depth_ > kMaxDepth) return error(p_, "expression nested too deeply");
     bool ok = unary(e);
     --depth_;
     if (!ok) return false;
-    double r = std::pow(v, e);
-    if (!std::isfinite(r) && std::isfinite(v) && std::isfinite(e))
-      return error(op_pos, fmt::format("math error: {} ^ {} is undefined", v, e));
-    v = r;
-    return true;
+    return check(op_pos, sink_.binary(Bin::Pow, v, e));
   }
 
-  bool primary(double& v) {
+  bool primary(V& v) {
     skip();
     if (p_ >= end_) return error(p_, "unexpected end of expression; expected a number, a parameter name or '('");
     char c = s_[p_];
@@ -263,11 +334,12 @@ class ExprParser {
     return error(p_, fmt::format("unexpected character '{}'; expected a number, a parameter name or '('", c));
   }
 
-  bool number(double& v) {
+  bool number(V& v) {
     size_t start = p_;
     std::string rest = s_.substr(start, end_ - start);
     size_t len = 0;
-    NumScan r = scan_number(rest, 0, v, len);
+    double x = 0;
+    NumScan r = scan_number(rest, 0, x, len);
     // The number must not run into further digits or dots ("1k5" and "1.2.3" are bad numbers).
     bool clean = r == NumScan::Ok && (len == rest.size() || !(is_ident_char(rest[len]) || rest[len] == '.'));
     if (!clean) {
@@ -278,35 +350,67 @@ class ExprParser {
       return error(start, fmt::format("bad number '{}'", tok));
     }
     p_ = start + len;
+    sink_.constant(x, v);
     return true;
   }
 
-  bool identifier(double& v) {
+  bool identifier(V& v) {
     size_t start = p_;
     while (p_ < end_ && is_ident_char(s_[p_])) ++p_;
     std::string name = to_lower(s_.substr(start, p_ - start));
-    if (at('(')) return call(name, start, v);
+    if (at('(')) {
+      if (sink_.is_reference(name)) return reference(name, start, v);
+      return call(name, start, v);
+    }
     if (const double* x = scope_.find(name)) {
-      v = *x;
+      sink_.constant(*x, v);
       return true;
     }
     if (name == "pi") {
-      v = 3.14159265358979323846;
+      sink_.constant(3.14159265358979323846, v);
       return true;
     }
-    return error(start, fmt::format("unknown parameter '{}'", name));
+    return check(start, sink_.variable(name, v));
   }
 
-  bool call(const std::string& name, size_t name_pos, double& v) {
-    const Func* f = nullptr;
-    for (const Func& g : kFuncs)
-      if (name == g.name) f = &g;
+  // v(node) / v(node, node) / i(device): the arguments are names, not expressions.
+  bool reference(const std::string& name, size_t name_pos, V& v) {
+    size_t open = p_++;
+    std::vector<std::pair<std::string, size_t>> args;
+    for (;;) {
+      skip();
+      size_t b = p_;
+      while (p_ < end_ && s_[p_] != ',' && s_[p_] != ')' && s_[p_] != '(' && !is_space(s_[p_])) ++p_;
+      if (p_ == b) {
+        if (p_ >= end_) return error(open, "unbalanced parenthesis: '(' is never closed");
+        return error(p_, fmt::format("expected a {} name in {}(...), got '{}'", name == "i" ? "device" : "node", name,
+                                     s_[p_]));
+      }
+      args.emplace_back(to_lower(s_.substr(b, p_ - b)), b);
+      if (at(',')) {
+        ++p_;
+        continue;
+      }
+      if (at(')')) break;
+      if (p_ < end_) return error(p_, fmt::format("unexpected character '{}'; expected ',' or ')'", s_[p_]));
+      return error(open, "unbalanced parenthesis: '(' is never closed");
+    }
+    ++p_;  // ')'
+    const size_t max_args = name == "v" ? 2 : 1;
+    if (args.size() > max_args)
+      return error(args[max_args].second, name == "v" ? "v() takes one or two node names: v(n) or v(n1, n2)"
+                                                      : "i() takes one device name: i(vname)");
+    return check(name_pos, sink_.reference(name, args, *this, v));
+  }
+
+  bool call(const std::string& name, size_t name_pos, V& v) {
+    const Func* f = sink_.function(name);
     if (!f) return error(name_pos, fmt::format("unknown function '{}'", name));
     size_t open = p_++;  // at '('
-    std::vector<double> args;
+    std::vector<V> args;
     if (!at(')')) {
       for (;;) {
-        double a = 0;
+        V a{};
         if (!expr(a)) return false;
         args.push_back(a);
         if (at(',')) {
@@ -328,18 +432,424 @@ class ExprParser {
       return error(name_pos, fmt::format("function {} takes {} argument{}, got {}", name, expect,
                                          f->min_args == 1 && f->max_args == 1 ? "" : "s", n));
     }
+    return check(name_pos, sink_.call(name, args, v));
+  }
+};
+
+double apply_binary(Bin op, double a, double b) {
+  switch (op) {
+    case Bin::Add: return a + b;
+    case Bin::Sub: return a - b;
+    case Bin::Mul: return a * b;
+    case Bin::Div: return a / b;
+    case Bin::Pow: return std::pow(a, b);
+    case Bin::Lt: return a < b;
+    case Bin::Le: return a <= b;
+    case Bin::Gt: return a > b;
+    case Bin::Ge: return a >= b;
+    case Bin::Eq: return a == b;
+    case Bin::Ne: return a != b;
+    case Bin::And: return a != 0 && b != 0;
+    case Bin::Or: return a != 0 || b != 0;
+  }
+  return 0;
+}
+
+// Parameter expressions: numbers, evaluated as they are parsed.
+struct EvalSink {
+  using Value = double;
+  void constant(double c, double& v) { v = c; }
+  bool is_reference(const std::string&) const { return false; }
+  template <class P>
+  std::string reference(const std::string&, const std::vector<std::pair<std::string, size_t>>&, P&, double&) {
+    return "internal: no references in parameter expressions";
+  }
+  std::string variable(const std::string& name, double&) { return fmt::format("unknown parameter '{}'", name); }
+  std::string negate(double& v, bool logical) {
+    v = logical ? (v == 0 ? 1.0 : 0.0) : -v;
+    return {};
+  }
+  std::string binary(Bin op, double& a, double b) {
+    if (op == Bin::Div && b == 0.0) return "division by zero";
+    const double r = apply_binary(op, a, b);
+    if (op == Bin::Pow && !std::isfinite(r) && std::isfinite(a) && std::isfinite(b))
+      return fmt::format("math error: {} ^ {} is undefined", a, b);
+    a = r;
+    return {};
+  }
+  std::string select(double& c, double a, double b) {
+    c = c != 0 ? a : b;
+    return {};
+  }
+  const Func* function(const std::string& name) const {
+    for (const Func& g : kFuncs)
+      if (name == g.name) return &g;
+    return nullptr;
+  }
+  std::string call(const std::string& name, const std::vector<double>& args, double& v) {
     v = apply_function(name, args);
     bool args_finite = true;
     for (double a : args) args_finite = args_finite && std::isfinite(a);
     if (!std::isfinite(v) && args_finite) {
       std::string list;
       for (double a : args) list += (list.empty() ? "" : ", ") + fmt::format("{}", a);
-      return error(name_pos, fmt::format("math error: {}({}) is undefined", name, list));
+      return fmt::format("math error: {}({}) is undefined", name, list);
     }
-    return true;
+    return {};
   }
 };
 
+// ---- behavioural expressions: scalar semantics and derivatives (ngspice B source) ----------------
+
+int arity(ExprOp op) {
+  if (op <= ExprOp::Time) return 0;
+  if (op <= ExprOp::Ramp) return 1;
+  if (op <= ExprOp::Or) return 2;
+  return 3;
+}
+
+// Value of a one-argument op at a and its derivative.
+struct D1 {
+  double f, da;
+};
+D1 unary_op(ExprOp op, double a) {
+  switch (op) {
+    case ExprOp::Neg: return {-a, -1};
+    case ExprOp::Not: return {a == 0 ? 1.0 : 0.0, 0};
+    case ExprOp::Sqrt: {
+      const double r = std::sqrt(a);
+      return {r, r > 0 ? 0.5 / r : 0.0};
+    }
+    case ExprOp::Exp: {
+      const double e = a > 227.9559242 ? 1e99 : std::exp(a);  // ngspice's cap
+      return {e, e};
+    }
+    case ExprOp::Ln: return {a == 0 ? -1e99 : std::log(a), a == 0 ? 1e99 : 1 / a};
+    case ExprOp::Log10: return {a == 0 ? -1e99 : std::log10(a), a == 0 ? 1e99 : 1 / (a * std::log(10.0))};
+    case ExprOp::Sin: return {std::sin(a), std::cos(a)};
+    case ExprOp::Cos: return {std::cos(a), -std::sin(a)};
+    case ExprOp::Tan: {
+      const double t = std::tan(a);
+      return {t, 1 + t * t};
+    }
+    case ExprOp::Asin: return {std::asin(a), 1 / std::sqrt(1 - a * a)};
+    case ExprOp::Acos: return {std::acos(a), -1 / std::sqrt(1 - a * a)};
+    case ExprOp::Atan: return {std::atan(a), 1 / (1 + a * a)};
+    case ExprOp::Sinh: return {std::sinh(a), std::cosh(a)};
+    case ExprOp::Cosh: return {std::cosh(a), std::sinh(a)};
+    case ExprOp::Tanh: {
+      const double t = std::tanh(a);
+      return {t, 1 - t * t};
+    }
+    case ExprOp::Asinh: return {std::asinh(a), 1 / std::sqrt(a * a + 1)};
+    case ExprOp::Acosh: return {std::acosh(a), 1 / std::sqrt(a * a - 1)};
+    case ExprOp::Atanh: return {std::atanh(a), 1 / (1 - a * a)};
+    case ExprOp::Abs: return {std::fabs(a), a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0};
+    case ExprOp::Sgn: return {a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0, 0};
+    case ExprOp::Floor: return {std::floor(a), 0};
+    case ExprOp::Ceil: return {std::ceil(a), 0};
+    case ExprOp::Nint: return {std::nearbyint(a), 0};
+    case ExprOp::Step: return {a > 0 ? 1.0 : a < 0 ? 0.0 : 0.5, 0};
+    case ExprOp::Step2: return {a <= 0 ? 0.0 : a <= 1 ? a : 1.0, a > 0 && a <= 1 ? 1.0 : 0.0};
+    case ExprOp::Ramp: return {a > 0 ? a : 0.0, a > 0 ? 1.0 : a < 0 ? 0.0 : 0.5};  // ngspice: d uramp = u
+    default: return {0, 0};
+  }
+}
+
+// Value of a two-argument op at (a, b) and its partial derivatives.
+struct D2 {
+  double f, da, db;
+};
+D2 binary_op(ExprOp op, double a, double b) {
+  switch (op) {
+    case ExprOp::Add: return {a + b, 1, 1};
+    case ExprOp::Sub: return {a - b, 1, -1};
+    case ExprOp::Mul: return {a * b, b, a};
+    case ExprOp::Div: {
+      const double r = a / b;
+      return {r, 1 / b, -r / b};
+    }
+    case ExprOp::Pow:    // |a|^b
+    case ExprOp::Pwr: {  // sgn(a) |a|^b
+      const double m = std::fabs(a), r = std::pow(m, b);
+      const double sg = a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0;
+      const double da = m > 0 ? b * std::pow(m, b - 1) * (op == ExprOp::Pow ? sg : 1.0) : 0.0;
+      const double db = m > 0 ? r * std::log(m) * (op == ExprOp::Pow ? 1.0 : sg) : 0.0;
+      return {op == ExprOp::Pow ? r : sg * r, da, db};
+    }
+    case ExprOp::Atan2: {
+      const double q = a * a + b * b;
+      return {std::atan2(a, b), q > 0 ? b / q : 0.0, q > 0 ? -a / q : 0.0};
+    }
+    case ExprOp::Min: return a > b ? D2{b, 0, 1} : D2{a, 1, 0};
+    case ExprOp::Max: return a > b ? D2{a, 1, 0} : D2{b, 0, 1};
+    case ExprOp::Lt: return {a < b ? 1.0 : 0.0, 0, 0};
+    case ExprOp::Le: return {a <= b ? 1.0 : 0.0, 0, 0};
+    case ExprOp::Gt: return {a > b ? 1.0 : 0.0, 0, 0};
+    case ExprOp::Ge: return {a >= b ? 1.0 : 0.0, 0, 0};
+    case ExprOp::Eq: return {a == b ? 1.0 : 0.0, 0, 0};
+    case ExprOp::Ne: return {a != b ? 1.0 : 0.0, 0, 0};
+    case ExprOp::And: return {a != 0 && b != 0 ? 1.0 : 0.0, 0, 0};
+    case ExprOp::Or: return {a != 0 || b != 0 ? 1.0 : 0.0, 0, 0};
+    default: return {0, 0, 0};
+  }
+}
+
+// Runs a tape on dual numbers: each stack slot is [value, d/dx_0 .. d/dx_{n-1}] (w = n + 1 doubles).
+// Returns a pointer to the final slot.
+double* run_tape(const CompiledExpr::Instr* code, size_t len, int n, const double* x, double t, double* work) {
+  const int w = n + 1;
+  double* sp = work - w;
+  for (size_t pc = 0; pc < len; ++pc) {
+    const CompiledExpr::Instr& in = code[pc];
+    switch (in.op) {
+      case ExprOp::Const:
+      case ExprOp::Time:
+      case ExprOp::Var:
+        sp += w;
+        for (int k = 1; k < w; ++k) sp[k] = 0;
+        if (in.op == ExprOp::Const) {
+          sp[0] = in.c;
+        } else if (in.op == ExprOp::Time) {
+          sp[0] = t;
+        } else {
+          sp[0] = x[in.var];
+          sp[1 + in.var] = 1;
+        }
+        break;
+      case ExprOp::Select:
+      case ExprOp::Limit: {
+        double* c = sp - 2 * w;
+        double* a = sp - w;
+        double* b = sp;
+        const double* pick;
+        if (in.op == ExprOp::Select) pick = c[0] != 0 ? a : b;
+        else pick = c[0] < a[0] ? a : c[0] > b[0] ? b : c;  // limit(x, lo, hi)
+        if (pick != c)
+          for (int k = 0; k < w; ++k) c[k] = pick[k];
+        sp = c;
+        break;
+      }
+      default:
+        if (in.op <= ExprOp::Ramp) {
+          const D1 r = unary_op(in.op, sp[0]);
+          sp[0] = r.f;
+          for (int k = 1; k < w; ++k) sp[k] = r.da != 0 ? r.da * sp[k] : 0.0;
+        } else {
+          double* a = sp - w;
+          const double* b = sp;
+          const D2 r = binary_op(in.op, a[0], b[0]);
+          a[0] = r.f;
+          for (int k = 1; k < w; ++k) a[k] = (r.da != 0 ? r.da * a[k] : 0.0) + (r.db != 0 ? r.db * b[k] : 0.0);
+          sp = a;
+        }
+    }
+  }
+  return sp;
+}
+
+// B-source functions (ngspice names) and their ops; min/max take two or more arguments (folded pairwise).
+struct BFunc {
+  const char* name;
+  ExprOp op;
+  int min_args, max_args;
+};
+const BFunc kBFuncs[] = {
+    {"sqrt", ExprOp::Sqrt, 1, 1},   {"exp", ExprOp::Exp, 1, 1},     {"ln", ExprOp::Ln, 1, 1},
+    {"log", ExprOp::Ln, 1, 1},      {"log10", ExprOp::Log10, 1, 1}, {"sin", ExprOp::Sin, 1, 1},
+    {"cos", ExprOp::Cos, 1, 1},     {"tan", ExprOp::Tan, 1, 1},     {"asin", ExprOp::Asin, 1, 1},
+    {"acos", ExprOp::Acos, 1, 1},   {"atan", ExprOp::Atan, 1, 1},   {"atan2", ExprOp::Atan2, 2, 2},
+    {"sinh", ExprOp::Sinh, 1, 1},   {"cosh", ExprOp::Cosh, 1, 1},   {"tanh", ExprOp::Tanh, 1, 1},
+    {"asinh", ExprOp::Asinh, 1, 1}, {"acosh", ExprOp::Acosh, 1, 1}, {"atanh", ExprOp::Atanh, 1, 1},
+    {"abs", ExprOp::Abs, 1, 1},     {"sgn", ExprOp::Sgn, 1, 1},     {"floor", ExprOp::Floor, 1, 1},
+    {"ceil", ExprOp::Ceil, 1, 1},   {"nint", ExprOp::Nint, 1, 1},   {"u", ExprOp::Step, 1, 1},
+    {"u2", ExprOp::Step2, 1, 1},    {"uramp", ExprOp::Ramp, 1, 1},  {"pow", ExprOp::Pow, 2, 2},
+    {"pwr", ExprOp::Pwr, 2, 2},     {"min", ExprOp::Min, 2, -1},    {"max", ExprOp::Max, 2, -1},
+    {"limit", ExprOp::Limit, 3, 3},
+};
+// The B-source table in the parser's Func form, built once.
+const std::vector<Func>& bfunc_specs() {
+  static const std::vector<Func> v = [] {
+    std::vector<Func> r;
+    for (const BFunc& f : kBFuncs) r.push_back(Func{f.name, f.min_args, f.max_args});
+    return r;
+  }();
+  return v;
+}
+
+}  // namespace
+
+// Behavioural expressions: the parser's sink that emits the tape, folding constant sub-expressions.
+class ExprCompiler {
+ public:
+  struct Value {
+    bool is_const = false;
+  };
+  ExprCompiler(const ExprNameMap& names, CompiledExpr& out) : names_(names), out_(out) {}
+
+  void constant(double c, Value& v) {
+    out_.code_.push_back({ExprOp::Const, 0, c});
+    v.is_const = true;
+  }
+  bool is_reference(const std::string& name) const { return name == "v" || name == "i"; }
+  template <class P>
+  std::string reference(const std::string& name, const std::vector<std::pair<std::string, size_t>>& args, P& parser,
+                        Value& v) {
+    if (name == "i") {
+      const std::string dev = names_.device ? names_.device(args[0].first) : args[0].first;
+      push_var(ExprQuantity::Kind::Current, dev, parser.loc_of(args[0].second), v);
+      return {};
+    }
+    push_node(args[0].first, parser.loc_of(args[0].second), v);
+    if (args.size() == 2) {
+      Value b;
+      push_node(args[1].first, parser.loc_of(args[1].second), b);
+      return apply(ExprOp::Sub, {v, b}, v);
+    }
+    return {};
+  }
+  std::string variable(const std::string& name, Value& v) {
+    if (name != "time") return fmt::format("unknown parameter '{}' (expected a parameter, time, v(node) or i(vsource))", name);
+    out_.code_.push_back({ExprOp::Time, 0, 0});
+    out_.uses_time_ = true;
+    v.is_const = false;
+    return {};
+  }
+  std::string negate(Value& v, bool logical) { return apply(logical ? ExprOp::Not : ExprOp::Neg, {v}, v); }
+  std::string binary(Bin op, Value& a, Value b) {
+    static constexpr ExprOp kOps[] = {ExprOp::Add, ExprOp::Sub, ExprOp::Mul, ExprOp::Div, ExprOp::Pow,
+                                      ExprOp::Lt,  ExprOp::Le,  ExprOp::Gt,  ExprOp::Ge,  ExprOp::Eq,
+                                      ExprOp::Ne,  ExprOp::And, ExprOp::Or};
+    if (op == Bin::Div && b.is_const && out_.code_.back().c == 0) return "division by zero";
+    return apply(kOps[static_cast<int>(op)], {a, b}, a);
+  }
+  std::string select(Value& c, Value a, Value b) { return apply(ExprOp::Select, {c, a, b}, c); }
+  const Func* function(const std::string& name) const {
+    for (const Func& f : bfunc_specs())
+      if (name == f.name) return &f;
+    return nullptr;
+  }
+  std::string call(const std::string& name, const std::vector<Value>& args, Value& v) {
+    ExprOp op = ExprOp::Const;
+    for (const BFunc& f : kBFuncs)
+      if (name == f.name) op = f.op;
+    if (op == ExprOp::Min || op == ExprOp::Max) {  // the arguments are on the stack in order: fold left
+      Value acc = args.back();  // the stack holds args[0..n) in order: fold from the right
+      for (size_t k = args.size() - 1; k-- > 0;)
+        if (std::string e = apply(op, {args[k], acc}, acc); !e.empty()) return e;
+      v = acc;
+      return {};
+    }
+    return apply_n(op, args, v);
+  }
+
+  // Stack depth bookkeeping, done once the tape is complete.
+  void finish() {
+    int depth = 0, max_depth = 1;
+    for (const auto& in : out_.code_) {
+      depth += arity(in.op) == 0 ? 1 : 1 - arity(in.op);
+      max_depth = std::max(max_depth, depth);
+    }
+    out_.max_depth_ = max_depth;
+  }
+
+ private:
+  const ExprNameMap& names_;
+  CompiledExpr& out_;
+
+  void push_node(const std::string& raw, const SourceLoc& loc, Value& v) {
+    const std::string n = is_ground_name(raw) ? std::string("0") : names_.node ? names_.node(raw) : raw;
+    if (n == "0") return constant(0.0, v);
+    push_var(ExprQuantity::Kind::Voltage, n, loc, v);
+  }
+  void push_var(ExprQuantity::Kind kind, const std::string& name, const SourceLoc& loc, Value& v) {
+    auto& qs = out_.quantities_;
+    int k = 0;
+    while (k < static_cast<int>(qs.size()) && !(qs[k].kind == kind && qs[k].name == name)) ++k;
+    if (k == static_cast<int>(qs.size())) {
+      ExprQuantity q;
+      q.kind = kind;
+      q.name = name;
+      q.loc = loc;
+      qs.push_back(std::move(q));
+    }
+    out_.code_.push_back({ExprOp::Var, k, 0});
+    v.is_const = false;
+  }
+
+  // Appends op over the last args.size() stack values; if they are all constants, folds them into one.
+  std::string apply(ExprOp op, std::initializer_list<Value> args, Value& out) {
+    return apply_n(op, std::vector<Value>(args), out);
+  }
+  std::string apply_n(ExprOp op, const std::vector<Value>& args, Value& out) {
+    bool all_const = true;
+    for (const Value& a : args) all_const = all_const && a.is_const;
+    auto& code = out_.code_;
+    if ((op == ExprOp::Add || op == ExprOp::Sub) && !all_const && args[1].is_const && code.back().c == 0) {
+      code.pop_back();  // x + 0, x - 0 (e.g. v(a, 0)): x
+      out.is_const = false;
+      return {};
+    }
+    code.push_back({op, 0, 0});
+    out.is_const = false;
+    if (!all_const) return {};
+    const size_t n = args.size() + 1, first = code.size() - n;
+    double work[3];
+    const double r = run_tape(code.data() + first, n, 0, nullptr, 0.0, work)[0];
+    code.resize(first);
+    if (!std::isfinite(r)) return "math error: the value is undefined for these constant arguments";
+    code.push_back({ExprOp::Const, 0, r});
+    out.is_const = true;
+    return {};
+  }
+};
+
+double CompiledExpr::eval(const double* x, double t, double* grad, double* work) const {
+  const double* top = run_tape(code_.data(), code_.size(), n_vars(), x, t, work);
+  for (int k = 0; k < n_vars(); ++k) grad[k] = top[1 + k];
+  return top[0];
+}
+
+std::string CompiledExpr::text(const std::function<std::string(const ExprQuantity&)>& name) const {
+  std::vector<std::string> st;
+  auto num = [](double c) { return c < 0 ? fmt::format("({:.17g})", c) : fmt::format("{:.17g}", c); };
+  for (const Instr& in : code_) {
+    const int n = arity(in.op);
+    std::vector<std::string> a(st.end() - n, st.end());
+    st.resize(st.size() - n);
+    std::string r;
+    const char* fn = nullptr;
+    for (const BFunc& f : kBFuncs)
+      if (f.op == in.op && !fn) fn = f.name;
+    switch (in.op) {
+      case ExprOp::Const: r = num(in.c); break;
+      case ExprOp::Var: r = name(quantities_[in.var]); break;
+      case ExprOp::Time: r = "time"; break;
+      case ExprOp::Neg: r = "(-" + a[0] + ")"; break;
+      case ExprOp::Not: r = "(!" + a[0] + ")"; break;
+      case ExprOp::Add: r = "(" + a[0] + "+" + a[1] + ")"; break;
+      case ExprOp::Sub: r = "(" + a[0] + "-" + a[1] + ")"; break;
+      case ExprOp::Mul: r = "(" + a[0] + "*" + a[1] + ")"; break;
+      case ExprOp::Div: r = "(" + a[0] + "/" + a[1] + ")"; break;
+      case ExprOp::Pow: r = "(" + a[0] + "^" + a[1] + ")"; break;
+      case ExprOp::Lt: r = "(" + a[0] + "<" + a[1] + ")"; break;
+      case ExprOp::Le: r = "(" + a[0] + "<=" + a[1] + ")"; break;
+      case ExprOp::Gt: r = "(" + a[0] + ">" + a[1] + ")"; break;
+      case ExprOp::Ge: r = "(" + a[0] + ">=" + a[1] + ")"; break;
+      case ExprOp::Eq: r = "(" + a[0] + "==" + a[1] + ")"; break;
+      case ExprOp::Ne: r = "(" + a[0] + "!=" + a[1] + ")"; break;
+      case ExprOp::And: r = "(" + a[0] + "&&" + a[1] + ")"; break;
+      case ExprOp::Or: r = "(" + a[0] + "||" + a[1] + ")"; break;
+      case ExprOp::Select: r = "(" + a[0] + "?" + a[1] + ":" + a[2] + ")"; break;
+      case ExprOp::Limit: r = "min(max(" + a[0] + "," + a[1] + ")," + a[2] + ")"; break;  // ngspice has no limit()
+      default: r = std::string(fn ? fn : "?") + "(" + fmt::format("{}", fmt::join(a, ",")) + ")";
+    }
+    st.push_back(std::move(r));
+  }
+  return st.empty() ? std::string("0") : st.back();
+}
+
+namespace {
 }  // namespace
 
 std::optional<double> parse_spice_number(const std::string& text) {
@@ -378,8 +888,40 @@ Status evaluate_expr(const std::string& text, const SourceLoc& loc, const Scope&
     out = *v;
     return Status::success();
   }
-  ExprParser p(text, b, e, loc, scope);
-  return p.run(out);
+  EvalSink sink;
+  ExprParser<EvalSink> p(text, b, e, loc, scope, sink);
+  double v = 0;
+  if (Status st = p.run(v); !st) return st;
+  if (!std::isfinite(v)) return p.fail(0, "expression value is not a finite number");
+  out = v;
+  return Status::success();
+}
+
+}  // namespace anasim
+
+namespace anasim {
+
+Status compile_expr(const std::string& text, const SourceLoc& loc, const Scope& scope, const ExprNameMap& names,
+                    CompiledExpr& out) {
+  out = CompiledExpr{};
+  size_t b = 0, e = text.size();
+  for (;;) {  // strip surrounding whitespace, braces and quotes, as evaluate_expr
+    while (b < e && is_space(text[b])) ++b;
+    while (e > b && is_space(text[e - 1])) --e;
+    if (e - b >= 2 && ((text[b] == '{' && text[e - 1] == '}') || (text[b] == '\'' && text[e - 1] == '\'') ||
+                       (text[b] == '"' && text[e - 1] == '"'))) {
+      ++b;
+      --e;
+      continue;
+    }
+    break;
+  }
+  ExprCompiler sink(names, out);
+  ExprParser<ExprCompiler> p(text, b, e, loc, scope, sink);
+  ExprCompiler::Value v;
+  if (Status st = p.run(v); !st) return st;
+  sink.finish();
+  return Status::success();
 }
 
 }  // namespace anasim

@@ -1,8 +1,12 @@
-// Numbers with SPICE engineering suffixes and arithmetic expressions over named parameters.
+// Numbers with SPICE engineering suffixes, arithmetic expressions over named parameters, and behavioural
+// expressions (ngspice B sources) compiled once to a small tape that yields a value and its exact gradient.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 #include "engine/types.hpp"
 
 namespace anasim {
@@ -26,6 +30,75 @@ std::optional<double> parse_spice_number(const std::string& text);
 // functions sqrt exp log log10 ln sin cos tan atan abs min max pow floor ceil, constants pi.
 // Surrounding braces or quotes ("{...}", "'...'") are stripped. On error returns a Status located at
 // the offending character (column offset from loc).
+// Both kinds of expression also take comparisons (< <= > >= == !=, value 1 or 0), ! && || and c ? a : b.
 Status evaluate_expr(const std::string& text, const SourceLoc& loc, const Scope& scope, double& out);
+
+// ---- behavioural expressions ----------------------------------------------------------------------
+
+// A circuit quantity a behavioural expression reads: a node voltage v(n) [V] or the branch current i(name) [A]
+// of a device (a voltage source or inductor).
+struct ExprQuantity {
+  enum class Kind { Voltage, Current };
+  Kind kind = Kind::Voltage;
+  std::string name;        // flattened node or device name
+  SourceLoc loc;           // first reference in the expression (at the name)
+  NodeId node;             // Voltage: set by resolution (elaboration)
+  std::string device_key;  // Current: type key of the device carrying the branch ("v", "l"), set by resolution
+};
+
+// Operations of the tape (postfix: operands are on a stack).
+enum class ExprOp : uint8_t {
+  Const, Var, Time,
+  Neg, Not, Sqrt, Exp, Ln, Log10, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh,
+  Abs, Sgn, Floor, Ceil, Nint, Step, Step2, Ramp,
+  Add, Sub, Mul, Div, Pow, Pwr, Atan2, Min, Max, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
+  Select, Limit,
+};
+
+// A behavioural expression compiled once: parameters are folded to constants, node voltages and branch
+// currents are variables x[0..n). eval() returns the value and the exact gradient (forward-mode dual numbers
+// over the tape) without allocating. Function semantics follow ngspice's B source (x^y and pow are
+// |x|^y, pwr(x,y) = sgn(x) |x|^y, u(0) = 0.5, log = ln).
+class CompiledExpr {
+ public:
+  struct Instr {
+    ExprOp op;
+    int var = 0;     // Var: index into quantities()
+    double c = 0;    // Const: the value
+  };
+  std::vector<ExprQuantity>& quantities() { return quantities_; }
+  const std::vector<ExprQuantity>& quantities() const { return quantities_; }
+  int n_vars() const { return static_cast<int>(quantities_.size()); }
+  // Size of the scratch array eval() needs [doubles].
+  size_t work_size() const { return static_cast<size_t>(max_depth_) * (quantities_.size() + 1); }
+  bool uses_time() const { return uses_time_; }
+  // Value at variables x (size n_vars) and time t [s]; writes d value / d x_k to grad (size n_vars).
+  // work: scratch of work_size() doubles.
+  double eval(const double* x, double t, double* grad, double* work) const;
+  // The expression as ngspice text (fully parenthesised, constants to 17 digits); name(q) spells a quantity.
+  std::string text(const std::function<std::string(const ExprQuantity&)>& name) const;
+  const std::vector<Instr>& code() const { return code_; }
+
+ private:
+  friend class ExprCompiler;
+  std::vector<Instr> code_;
+  std::vector<ExprQuantity> quantities_;
+  int max_depth_ = 1;
+  bool uses_time_ = false;
+};
+
+// Maps names written in an expression to flattened names (subcircuit ports and prefixes); a node that maps
+// to "0" is ground. Empty functions mean identity.
+struct ExprNameMap {
+  std::function<std::string(const std::string&)> node;
+  std::function<std::string(const std::string&)> device;
+};
+
+// Compiles a behavioural expression: everything evaluate_expr takes, plus v(n), v(n1, n2), i(name), time,
+// and the ngspice B-source functions (u u2 uramp pwr nint asinh acosh atanh limit). Surrounding braces or
+// quotes are stripped. Errors are located at the offending character. Quantities are left unresolved
+// (node = 0, device_key empty) for the caller to bind.
+Status compile_expr(const std::string& text, const SourceLoc& loc, const Scope& scope, const ExprNameMap& names,
+                    CompiledExpr& out);
 
 }  // namespace anasim

@@ -23,13 +23,15 @@ ParamValues default_params(const ParamTable& table) {
   for (size_t i = 0; i < n; ++i) pv.value[i] = table[i].def;
   // list/text storage only for tables that have such parameters (most devices have none; a flat netlist of
   // 10^5 resistors would otherwise carry 2 x 10^5 empty vectors).
-  bool lists = false, texts = false;
+  bool lists = false, texts = false, exprs = false;
   for (const auto& spec : table) {
     lists = lists || spec.kind == ParamKind::List;
-    texts = texts || spec.kind == ParamKind::Text;
+    texts = texts || spec.kind == ParamKind::Text || spec.kind == ParamKind::Expr;
+    exprs = exprs || spec.kind == ParamKind::Expr;
   }
   if (lists) pv.list.assign(n, {});
   if (texts) pv.text.assign(n, {});
+  if (exprs) pv.expr.assign(n, {});
   pv.given.assign(n, 0);
   pv.loc.assign(n, SourceLoc{});
   return pv;
@@ -109,14 +111,14 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
       pv.loc[i] = a.loc;
       continue;
     }
-    if (spec.kind == ParamKind::Text) {
+    if (spec.kind == ParamKind::Text || spec.kind == ParamKind::Expr) {
       if (a.values.size() != 1) {
         st.merge(Status::input(fmt::format("parameter {} of {} takes one text value, got {}", spec.name, what(),
                                            a.values.size()), a.loc));
         continue;
       }
       std::string t = a.values[0].text;
-      if (t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
+      if (spec.kind == ParamKind::Text && t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
       pv.text[i] = std::move(t);
       pv.given[i] = 1;
       pv.loc[i] = a.values[0].loc;

@@ -2,6 +2,7 @@
 // range checks, `anasim devices` help and output metadata.
 #pragma once
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 #include "engine/expr.hpp"
@@ -10,8 +11,10 @@
 namespace anasim {
 
 // Real: one evaluated number; List: a list of numbers; Flag: 0/1 (a bare word on SPICE lines);
-// Text: the raw value text, quotes stripped, not evaluated (file names, dataset paths).
-enum class ParamKind { Real, List, Flag, Text };
+// Text: the raw value text, quotes stripped, not evaluated (file names, dataset paths);
+// Expr: a behavioural expression over circuit quantities (B source), kept as raw text by assign_params and
+// compiled by elaboration into ParamValues::expr (on SPICE lines it runs to the end of the line).
+enum class ParamKind { Real, List, Flag, Text, Expr };
 
 struct ParamSpec {
   const char* name;         // lower-case name as written in netlists
@@ -35,6 +38,7 @@ struct ParamValues {
   std::vector<double> value;               // size table->size(); default if not given
   std::vector<std::vector<double>> list;   // for List kind; sized like the table only if it has List parameters
   std::vector<std::string> text;           // for Text kind (raw, quotes stripped; "" if not given); sized only if the table has Text parameters
+  std::vector<std::shared_ptr<CompiledExpr>> expr;  // for Expr kind (compiled by elaboration); sized only if the table has Expr parameters
   std::vector<char> given;                 // 1 if set explicitly
   std::vector<SourceLoc> loc;              // where each given value came from
 

@@ -723,6 +723,7 @@ class SpiceParser {
         continue;
       }
       if (is_named(t, i)) {
+        if (is_expression_param(type, tok_text(L, t[i]))) return read_expression(L, t, i, d);
         if (!read_named(L, t, i, d.params.emplace_back())) return false;
         continue;
       }
@@ -756,6 +757,26 @@ class SpiceParser {
       pa.name = type.positional[npos++];
       pa.loc = v.loc;
     }
+    return true;
+  }
+
+  static bool is_expression_param(const DeviceType& type, std::string_view name) {
+    for (const ParamSpec& s : type.params)
+      if (s.kind == ParamKind::Expr && name == s.name) return true;
+    return false;
+  }
+
+  // name = expression (B source V= / I=): the expression is the rest of the line, spaces included, as in ngspice.
+  bool read_expression(const LLine& L, const Tokens& t, size_t i, DeviceInstance& d) {
+    ParamAssign& pa = add_param(d, tok_text(L, t[i]), false, at(L, t[i]));
+    if (i + 2 >= t.size())
+      return err(end_of(L), fmt::format("expected an expression after '{}=' of '{}'", pa.name, d.name));
+    const size_t b = t[i + 2].off;
+    size_t e = L.text.size();
+    while (e > b && is_space(L.text[e - 1])) --e;
+    ValueExpr& v = pa.values.emplace_back();
+    v.text.assign(L.text.data() + b, e - b);
+    set_at(v.loc, L, b);
     return true;
   }
 

@@ -201,7 +201,7 @@ std::vector<std::string> given_params(const ParamValues& p) {
       std::vector<std::string> v;
       for (double x : p.list[i]) v.push_back(yaml_num(x));
       out.push_back(fmt::format("{}: [{}]", s.name, fmt::join(v, ", ")));
-    } else if (s.kind == ParamKind::Text) {
+    } else if (s.kind == ParamKind::Text || s.kind == ParamKind::Expr) {
       out.push_back(fmt::format("{}: \"{}\"", s.name, p.text[i]));
     } else {
       out.push_back(fmt::format("{}: {}", s.name, yaml_num(p.value[i])));

@@ -1,0 +1,149 @@
+// Behavioural source "b" (ngspice B source, YAML type bsource): either a voltage v(p) - v(n) = f (V=expr,
+// with a branch current unknown) or a current f flowing from p through the source to n (I=expr), where f is an
+// expression of node voltages v(a) / v(a, b), branch currents i(vname), parameters and time
+// (engine/expr.hpp). The expression is compiled once at elaboration; every Newton iteration evaluates it with
+// its exact gradient and stamps the linearisation f(x0) + sum_k df/dx_k (x_k - x0_k). AC uses the same
+// Jacobian at the operating point. The source is memoryless.
+#include <cmath>
+#include <memory>
+#include <vector>
+#include <fmt/format.h>
+#include "devices/registry.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/stamps.hpp"
+
+namespace anasim {
+
+namespace {
+
+enum { kV, kI };
+
+class BSource : public Device {
+ public:
+  BSource(const FlatDevice& fd, std::shared_ptr<const CompiledExpr> f, bool voltage)
+      : Device(fd.name, fd.loc), f_(std::move(f)), voltage_(voltage), p_(fd.nodes[0]), n_(fd.nodes[1]) {
+    const size_t nv = static_cast<size_t>(f_->n_vars());
+    u_.resize(nv);
+    jac_.resize(nv);
+    x0_.resize(nv);
+    grad_.resize(nv);
+    work_.resize(f_->work_size());
+  }
+
+  bool nonlinear() const override { return f_->n_vars() > 0; }
+
+  void allocate(Allocator& al) override {
+    if (voltage_) br_ = al.add_branch(*this);
+  }
+
+  void declare(PatternBuilder& pb) override {
+    const UnknownIndex up = pb.unknown(p_), un = pb.unknown(n_);
+    const auto& qs = f_->quantities();
+    for (size_t k = 0; k < qs.size(); ++k)
+      u_[k] = qs[k].kind == ExprQuantity::Kind::Voltage ? pb.unknown(qs[k].node) : pb.branch_of(qs[k].name);
+    if (voltage_) {
+      b_.declare(pb, up, un, br_);
+      for (size_t k = 0; k < qs.size(); ++k) pb.entry(br_, u_[k], &jac_[k].p);
+    } else {
+      for (size_t k = 0; k < qs.size(); ++k) {
+        pb.entry(up, u_[k], &jac_[k].p);
+        pb.entry(un, u_[k], &jac_[k].n);
+      }
+      i_.declare(pb, up, un);
+    }
+  }
+
+  void load(LoadContext& ctx) override {
+    const size_t nv = u_.size();
+    for (size_t k = 0; k < nv; ++k) x0_[k] = ctx.v(u_[k]);
+    const double f = f_->eval(x0_.data(), ctx.time, grad_.data(), work_.data());
+    double c = f;  // constant part of the linearisation
+    for (size_t k = 0; k < nv; ++k) c -= grad_[k] * x0_[k];
+    stamp_jacobian(ctx.A);
+    if (voltage_) ctx.b[b_.rhs] += c;
+    else i_.stamp(ctx.b, c);
+  }
+
+  void load_ac(AcLoadContext& ctx) override { stamp_jacobian(ctx.A); }
+
+  void dc_paths(std::vector<NodePair>& out) const override {
+    if (!voltage_) out.emplace_back(p_, n_);
+  }
+  void voltage_edges(std::vector<NodePair>& out) const override {
+    if (voltage_) out.emplace_back(p_, n_);
+  }
+
+ private:
+  // Matrix entries of controlling quantity k: rows p and n (current), or the branch row (voltage, in p).
+  struct Entries {
+    Offset p = 0, n = 0;
+  };
+
+  // The linearised stamps at the last load's gradient, real or complex.
+  template <class T> void stamp_jacobian(T* A) const {
+    if (voltage_) {  // v(p) - v(n) - sum_k g_k x_k = f(x0) - sum_k g_k x0_k
+      b_.stamp_incidence(A);
+      for (size_t k = 0; k < grad_.size(); ++k) A[jac_[k].p] -= T(grad_[k]);
+    } else {  // current sum_k g_k x_k leaves p, enters n
+      for (size_t k = 0; k < grad_.size(); ++k) {
+        A[jac_[k].p] += T(grad_[k]);
+        A[jac_[k].n] -= T(grad_[k]);
+      }
+    }
+  }
+
+  std::shared_ptr<const CompiledExpr> f_;
+  bool voltage_;
+  NodeId p_, n_;
+  UnknownIndex br_;                 // V=: branch current [A], from p through the source to n
+  BranchStamp b_;
+  CurrentStamp i_;
+  std::vector<UnknownIndex> u_;     // size n_vars: unknown of each controlling quantity
+  std::vector<Entries> jac_;        // size n_vars
+  std::vector<double> x0_, grad_;   // size n_vars: iterate [V or A]; gradient at the last load [S, V/V, ohm, A/A]
+  std::vector<double> work_;        // size f_->work_size(): evaluation scratch
+};
+
+class BSourceType : public DeviceType {
+ public:
+  BSourceType() {
+    key = "b";
+    long_name = "bsource";
+    description = "behavioural source (ngspice B): V=expr or I=expr of v(n), v(a,b), i(vname), time";
+    pins = {"p", "n"};
+    params = {
+        {"v", "V", 0, -kInf, kInf, "voltage v(p) - v(n) as an expression", ParamKind::Expr},
+        {"i", "A", 0, -kInf, kInf, "current from p through the source to n as an expression", ParamKind::Expr},
+    };
+  }
+
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    const bool v = fd.params.has(kV), i = fd.params.has(kI);
+    if (v == i) {
+      st.merge(Status::input(fmt::format(v ? "bsource '{}' takes either V=expression or I=expression, not both"
+                                           : "bsource '{}' needs V=expression or I=expression",
+                                         fd.name),
+                             v ? fd.params.loc[kI] : fd.loc));
+      return nullptr;
+    }
+    return std::make_unique<BSource>(fd, fd.params.expr[v ? kV : kI], v);
+  }
+
+  // "b<name> p n v = <expr>" with flattened node and source names and parameters folded to numbers.
+  std::string spice_line(const FlatDevice& fd) const override {
+    const int k = fd.params.has(kV) ? kV : kI;
+    if (!fd.params.expr[k]) return fmt::format("* bsource {}: no expression", fd.name);
+    auto name = [](const ExprQuantity& q) {
+      if (q.kind == ExprQuantity::Kind::Voltage) return "v(" + q.name + ")";
+      return "i(" + spice_instance_name(q.device_key.empty() ? "v" : q.device_key, q.name) + ")";
+    };
+    return fmt::format("{} {} {} {} = {}", spice_instance_name(key, fd.name), fd.node_names[0], fd.node_names[1],
+                       params[k].name, fd.params.expr[k]->text(name));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceType> make_bsource_type() { return std::make_unique<BSourceType>(); }
+
+}  // namespace anasim
