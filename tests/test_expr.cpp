@@ -244,3 +244,146 @@ TEST_CASE("expr: param tables assign, alias, range checks") {
   CHECK(st.errors[0].message == "unknown parameter 'zz' (in parameter r of resistor r1)");
   CHECK(st.errors[0].loc.col == 12);
 }
+
+// ---- behavioural expressions (compile_expr) ---------------------------------------------------------
+
+namespace {
+
+CompiledExpr compile(const std::string& s, const Scope& sc = Scope(), const ExprNameMap& names = {}) {
+  CompiledExpr ce;
+  Status st = compile_expr(s, loc_at(1), sc, names, ce);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  return ce;
+}
+
+Diag compile_error(const std::string& s, int col0 = 10) {
+  CompiledExpr ce;
+  Status st = compile_expr(s, loc_at(col0), Scope(), {}, ce);
+  REQUIRE_FALSE(st.ok());
+  REQUIRE(st.errors.size() == 1);
+  return st.errors[0];
+}
+
+// Value and gradient of ce at x.
+double eval_at(const CompiledExpr& ce, const std::vector<double>& x, std::vector<double>& grad, double t = 0) {
+  REQUIRE(static_cast<int>(x.size()) == ce.n_vars());
+  grad.assign(x.size(), NAN);
+  std::vector<double> work(ce.work_size());
+  return ce.eval(x.data(), t, grad.data(), work.data());
+}
+
+// Checks the exact gradient of ce against central differences at x.
+void check_gradient(const CompiledExpr& ce, std::vector<double> x) {
+  x.resize(static_cast<size_t>(ce.n_vars()));
+  std::vector<double> g, dummy;
+  eval_at(ce, x, g);
+  for (size_t k = 0; k < x.size(); ++k) {
+    const double h = 1e-6 * std::max(1.0, std::fabs(x[k]));
+    std::vector<double> xp = x, xm = x;
+    xp[k] += h;
+    xm[k] -= h;
+    const double fd = (eval_at(ce, xp, dummy) - eval_at(ce, xm, dummy)) / (2 * h);
+    CHECK_MESSAGE(g[k] == doctest::Approx(fd).epsilon(1e-6).scale(1.0), "d/dx" << k << " at " << x[k]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("expr: behavioural expressions have exact gradients") {
+  Scope sc;
+  sc.set("gain", 3.0);
+  const CompiledExpr ce = compile("gain*v(a)^2 - tanh(v(a,b)/0.2) + exp(-v(b))*sin(i(v1)) + 7", sc);
+  REQUIRE(ce.n_vars() == 3);  // v(a), v(b), i(v1)
+  CHECK(ce.quantities()[0].name == "a");
+  CHECK(ce.quantities()[1].name == "b");
+  CHECK(ce.quantities()[2].kind == ExprQuantity::Kind::Current);
+  std::vector<double> g;
+  const double a = 0.7, b = -0.3, i = 0.25;
+  const double f = eval_at(ce, {a, b, i}, g);
+  CHECK(f == doctest::Approx(3 * a * a - std::tanh((a - b) / 0.2) + std::exp(-b) * std::sin(i) + 7));
+  const double s = 1 - std::pow(std::tanh((a - b) / 0.2), 2);
+  CHECK(g[0] == doctest::Approx(6 * a - s / 0.2));
+  CHECK(g[1] == doctest::Approx(s / 0.2 - std::exp(-b) * std::sin(i)));
+  CHECK(g[2] == doctest::Approx(std::exp(-b) * std::cos(i)));
+
+  // Every differentiable function, away from its kinks, against central differences.
+  for (const char* e : {"sqrt(v(a)+2)", "ln(v(a)+2)*log(v(a)+3)", "log10(v(a)+2)", "cos(v(a))*tan(v(b))",
+                        "asin(v(a)/2)+acos(v(b)/2)+atan(v(a)*v(b))", "sinh(v(a))+cosh(v(b))+tanh(v(a)-v(b))",
+                        "asinh(v(a))+acosh(v(b)+3)+atanh(v(a)/2)", "abs(v(a))+uramp(v(b))+u2(v(a)+0.3)",
+                        "pow(v(a),2.5)+pwr(v(b),3)+v(a)**1.5", "v(a)/v(b)", "min(v(a),v(b),0.1)*max(v(a),-v(b))",
+                        "atan2(v(a),v(b))", "v(a) > v(b) ? v(a)*v(a) : 2*v(b)", "limit(v(a)*3, -1, 1)",
+                        "uramp(v(a))+ln(1+exp(-abs(v(a))))"}) {
+    INFO(std::string(e));
+    const CompiledExpr c = compile(e);
+    check_gradient(c, {0.4, -0.7});
+    check_gradient(c, {-0.2, 0.9});
+  }
+}
+
+TEST_CASE("expr: behavioural expressions follow ngspice's function semantics") {
+  std::vector<double> g;
+  auto value = [&](const std::string& s) { return eval_at(compile(s), {}, g); };
+  CHECK(value("(-2)^3") == 8);         // x^y is |x|^y
+  CHECK(value("pow(-2, 2)") == 4);
+  CHECK(value("pwr(-2, 2)") == -4);    // sgn(x) |x|^y
+  CHECK(value("u(0)") == 0.5);
+  CHECK(value("u(-1) + u(2)") == 1);
+  CHECK(value("uramp(-1) + uramp(2)") == 2);
+  CHECK(value("u2(0.25) + u2(3)") == 1.25);
+  CHECK(value("log(exp(2))") == doctest::Approx(2));  // log is ln
+  CHECK(value("5 > 3 ? 1 : 2") == 1);
+  CHECK(value("(1 < 2) + (2 <= 2) + (3 >= 4) + (1 == 1) + (1 != 1) + !0 + (1 && 0) + (1 || 0)") == 5);
+  CHECK(value("limit(5, 0, 1) + min(3, 1, 2) + max(-1, -3)") == 1);
+  CHECK(value("-2^2") == -4);
+  CHECK(value("exp(1000)") == 1e99);   // ngspice's cap instead of overflow
+}
+
+TEST_CASE("expr: behavioural expressions fold constants, map names and print back") {
+  Scope sc;
+  sc.set("k", 2.0);
+  const ExprNameMap names{[](const std::string& n) { return n == "in" ? std::string("top_in") : "x1." + n; },
+                          [](const std::string& d) { return "x1." + d; }};
+  const CompiledExpr ce = compile("{k*3 + v(in) + v(mid, 0) - v(gnd) + i(vs) * sqrt(k*8)}", sc, names);
+  // The constants fold: the tape is 6 + v(top_in) + v(x1.mid) + i(x1.vs) * 4.
+  REQUIRE(ce.n_vars() == 3);
+  CHECK(ce.quantities()[0].name == "top_in");
+  CHECK(ce.quantities()[1].name == "x1.mid");
+  CHECK(ce.quantities()[2].name == "x1.vs");
+  int consts = 0;
+  for (const auto& in : ce.code()) consts += in.op == ExprOp::Const;
+  CHECK(consts == 2);
+  auto spell = [](const ExprQuantity& q) {
+    return (q.kind == ExprQuantity::Kind::Voltage ? "v(" : "i(") + q.name + ")";
+  };
+  const std::string text = ce.text(spell);
+  // The printed text compiles to the same function.
+  const CompiledExpr back = compile(text);
+  std::vector<double> g1, g2;
+  CHECK(eval_at(ce, {0.1, 0.2, 0.3}, g1) == doctest::Approx(eval_at(back, {0.1, 0.2, 0.3}, g2)));
+  CHECK(g1 == g2);
+  CHECK(compile("time * 2").uses_time());
+  CHECK(eval_at(compile("time * 2"), {}, g1, 1.5) == 3);
+}
+
+TEST_CASE("expr: behavioural expression errors are located") {
+  Diag d = compile_error("v(a) + foo(1)", 10);
+  CHECK(d.message.find("unknown function 'foo'") != std::string::npos);
+  CHECK(d.loc.col == 17);
+  d = compile_error("2 * vdd", 10);
+  CHECK(d.message.find("unknown parameter 'vdd'") != std::string::npos);
+  CHECK(d.loc.col == 14);
+  d = compile_error("v(a, b, c)", 10);
+  CHECK(d.message.find("one or two node names") != std::string::npos);
+  CHECK(d.loc.col == 18);
+  d = compile_error("v(a) +", 10);
+  CHECK(d.message.find("unexpected end of expression") != std::string::npos);
+  d = compile_error("v(a) ? 1", 10);
+  CHECK(d.message.find("':'") != std::string::npos);
+  d = compile_error("v(a) / 0", 10);
+  CHECK(d.message.find("division by zero") != std::string::npos);
+  CHECK(d.loc.col == 15);
+  d = compile_error("tanh(v(a), 2)", 10);
+  CHECK(d.message.find("takes 1 argument") != std::string::npos);
+  d = compile_error("v()", 10);
+  CHECK(d.message.find("expected a node name") != std::string::npos);
+}
