@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <fmt/format.h>
 #include "engine/netlist.hpp"
 
@@ -595,57 +597,15 @@ D2 binary_op(ExprOp op, double a, double b) {
   }
 }
 
-// Runs a tape on dual numbers: each stack slot is [value, d/dx_0 .. d/dx_{n-1}] (w = n + 1 doubles).
-// Returns a pointer to the final slot.
-double* run_tape(const CompiledExpr::Instr* code, size_t len, int n, const double* x, double t, double* work) {
-  const int w = n + 1;
-  double* sp = work - w;
-  for (size_t pc = 0; pc < len; ++pc) {
-    const CompiledExpr::Instr& in = code[pc];
-    switch (in.op) {
-      case ExprOp::Const:
-      case ExprOp::Time:
-      case ExprOp::Var:
-        sp += w;
-        for (int k = 1; k < w; ++k) sp[k] = 0;
-        if (in.op == ExprOp::Const) {
-          sp[0] = in.c;
-        } else if (in.op == ExprOp::Time) {
-          sp[0] = t;
-        } else {
-          sp[0] = x[in.var];
-          sp[1 + in.var] = 1;
-        }
-        break;
-      case ExprOp::Select:
-      case ExprOp::Limit: {
-        double* c = sp - 2 * w;
-        double* a = sp - w;
-        double* b = sp;
-        const double* pick;
-        if (in.op == ExprOp::Select) pick = c[0] != 0 ? a : b;
-        else pick = c[0] < a[0] ? a : c[0] > b[0] ? b : c;  // limit(x, lo, hi)
-        if (pick != c)
-          for (int k = 0; k < w; ++k) c[k] = pick[k];
-        sp = c;
-        break;
-      }
-      default:
-        if (in.op <= ExprOp::Ramp) {
-          const D1 r = unary_op(in.op, sp[0]);
-          sp[0] = r.f;
-          for (int k = 1; k < w; ++k) sp[k] = r.da != 0 ? r.da * sp[k] : 0.0;
-        } else {
-          double* a = sp - w;
-          const double* b = sp;
-          const D2 r = binary_op(in.op, a[0], b[0]);
-          a[0] = r.f;
-          for (int k = 1; k < w; ++k) a[k] = (r.da != 0 ? r.da * a[k] : 0.0) + (r.db != 0 ? r.db * b[k] : 0.0);
-          sp = a;
-        }
-    }
+// Value of op applied to constant arguments (for folding).
+double fold_value(ExprOp op, const double* v) {
+  switch (arity(op)) {
+    case 1: return unary_op(op, v[0]).f;
+    case 2: return binary_op(op, v[0], v[1]).f;
+    default:
+      if (op == ExprOp::Select) return v[0] != 0 ? v[1] : v[2];
+      return v[0] < v[1] ? v[1] : v[0] > v[2] ? v[2] : v[0];  // limit(x, lo, hi)
   }
-  return sp;
 }
 
 // B-source functions (ngspice names) and their ops; min/max take two or more arguments (folded pairwise).
@@ -743,14 +703,36 @@ class ExprCompiler {
     return apply_n(op, args, v);
   }
 
-  // Stack depth bookkeeping, done once the tape is complete.
+  // Once the tape is complete: links every instruction to the instructions producing its operands (the
+  // tape's structure is static), and merges repeated sub-expressions (an op-amp model computes its swing centre
+  // several times), so the tape becomes a DAG in evaluation order whose root is the last instruction.
   void finish() {
-    int depth = 0, max_depth = 1;
-    for (const auto& in : out_.code_) {
-      depth += arity(in.op) == 0 ? 1 : 1 - arity(in.op);
-      max_depth = std::max(max_depth, depth);
+    std::vector<int> stack;
+    std::vector<int> id(out_.code_.size());  // old index -> new index
+    std::vector<CompiledExpr::Instr> code;
+    std::map<std::tuple<int, int, uint64_t, int, int, int>, int> seen;
+    for (size_t i = 0; i < out_.code_.size(); ++i) {
+      CompiledExpr::Instr in = out_.code_[i];
+      const int n = arity(in.op);
+      int* args[3] = {&in.a, &in.b, &in.c3};
+      for (int k = 0; k < n; ++k) *args[k] = id[stack[stack.size() - n + k]];
+      stack.resize(stack.size() - n);
+      stack.push_back(static_cast<int>(i));
+      uint64_t bits = 0;
+      std::memcpy(&bits, &in.c, sizeof bits);
+      const auto key = std::make_tuple(static_cast<int>(in.op), in.var, bits, in.a, in.b, in.c3);
+      auto [it, added] = seen.emplace(key, static_cast<int>(code.size()));
+      if (added) code.push_back(in);
+      id[i] = it->second;
     }
-    out_.max_depth_ = max_depth;
+    if (!code.empty() && id.back() != static_cast<int>(code.size()) - 1) {
+      CompiledExpr::Instr root{ExprOp::Add, 0, 0};  // the whole expression repeats a sub-expression: root + 0
+      root.a = id.back();
+      root.b = static_cast<int>(code.size());
+      code.push_back({ExprOp::Const, 0, 0.0});
+      code.push_back(root);
+    }
+    out_.code_ = std::move(code);
   }
 
  private:
@@ -793,9 +775,10 @@ class ExprCompiler {
     code.push_back({op, 0, 0});
     out.is_const = false;
     if (!all_const) return {};
-    const size_t n = args.size() + 1, first = code.size() - n;
-    double work[3];
-    const double r = run_tape(code.data() + first, n, 0, nullptr, 0.0, work)[0];
+    const size_t n = args.size(), first = code.size() - 1 - n;
+    double v[3];
+    for (size_t k = 0; k < n; ++k) v[k] = code[first + k].c;
+    const double r = fold_value(op, v);
     code.resize(first);
     if (!std::isfinite(r)) return "math error: the value is undefined for these constant arguments";
     code.push_back({ExprOp::Const, 0, r});
@@ -805,18 +788,83 @@ class ExprCompiler {
 };
 
 double CompiledExpr::eval(const double* x, double t, double* grad, double* work) const {
-  const double* top = run_tape(code_.data(), code_.size(), n_vars(), x, t, work);
-  for (int k = 0; k < n_vars(); ++k) grad[k] = top[1 + k];
-  return top[0];
+  // Forward sweep: the value of every instruction and the partial derivatives with respect to its operands.
+  const size_t m = code_.size();
+  double* val = work;
+  double* pa = val + m;
+  double* pb = pa + m;
+  double* pc = pb + m;
+  double* adj = pc + m;
+  for (size_t i = 0; i < m; ++i) {
+    const Instr& in = code_[i];
+    switch (in.op) {
+      case ExprOp::Const: val[i] = in.c; break;
+      case ExprOp::Var: val[i] = x[in.var]; break;
+      case ExprOp::Time: val[i] = t; break;
+      case ExprOp::Select: {
+        const bool c = val[in.a] != 0;
+        val[i] = c ? val[in.b] : val[in.c3];
+        pa[i] = 0;
+        pb[i] = c;
+        pc[i] = !c;
+        break;
+      }
+      case ExprOp::Limit: {  // limit(x, lo, hi)
+        const double v = val[in.a], lo = val[in.b], hi = val[in.c3];
+        const int k = v < lo ? 1 : v > hi ? 2 : 0;
+        val[i] = k == 1 ? lo : k == 2 ? hi : v;
+        pa[i] = k == 0;
+        pb[i] = k == 1;
+        pc[i] = k == 2;
+        break;
+      }
+      default:
+        if (in.op <= ExprOp::Ramp) {
+          const D1 r = unary_op(in.op, val[in.a]);
+          val[i] = r.f;
+          pa[i] = r.da;
+        } else {
+          const D2 r = binary_op(in.op, val[in.a], val[in.b]);
+          val[i] = r.f;
+          pa[i] = r.da;
+          pb[i] = r.db;
+        }
+    }
+  }
+  // Reverse sweep: adjoints d f / d (instruction i), accumulated into the operands and, at Var, the gradient.
+  const int n = n_vars();
+  for (int k = 0; k < n; ++k) grad[k] = 0;
+  for (size_t i = 0; i < m; ++i) adj[i] = 0;
+  adj[m - 1] = 1;
+  for (size_t i = m; i-- > 0;) {
+    const double g = adj[i];
+    if (g == 0) continue;
+    const Instr& in = code_[i];
+    switch (arity(in.op)) {
+      case 0:
+        if (in.op == ExprOp::Var) grad[in.var] += g;
+        break;
+      case 3:
+        if (pc[i] != 0) adj[in.c3] += pc[i] * g;
+        [[fallthrough]];
+      case 2:
+        if (pb[i] != 0) adj[in.b] += pb[i] * g;
+        [[fallthrough]];
+      default:
+        if (pa[i] != 0) adj[in.a] += pa[i] * g;
+    }
+  }
+  return val[m - 1];
 }
 
 std::string CompiledExpr::text(const std::function<std::string(const ExprQuantity&)>& name) const {
-  std::vector<std::string> st;
+  std::vector<std::string> st;  // the text of each instruction
   auto num = [](double c) { return c < 0 ? fmt::format("({:.17g})", c) : fmt::format("{:.17g}", c); };
   for (const Instr& in : code_) {
     const int n = arity(in.op);
-    std::vector<std::string> a(st.end() - n, st.end());
-    st.resize(st.size() - n);
+    std::vector<std::string> a;
+    for (int k : {in.a, in.b, in.c3})
+      if (static_cast<int>(a.size()) < n) a.push_back(st[k]);
     std::string r;
     const char* fn = nullptr;
     for (const BFunc& f : kBFuncs)

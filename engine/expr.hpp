@@ -56,8 +56,9 @@ enum class ExprOp : uint8_t {
 };
 
 // A behavioural expression compiled once: parameters are folded to constants, node voltages and branch
-// currents are variables x[0..n). eval() returns the value and the exact gradient (forward-mode dual numbers
-// over the tape) without allocating. Function semantics follow ngspice's B source (x^y and pow are
+// currents are variables x[0..n). eval() returns the value and the exact gradient without allocating: a
+// forward sweep computes every instruction's value and local partial derivatives, a reverse sweep accumulates
+// the adjoints (reverse-mode differentiation, cost independent of the number of variables). Function semantics follow ngspice's B source (x^y and pow are
 // |x|^y, pwr(x,y) = sgn(x) |x|^y, u(0) = 0.5, log = ln).
 class CompiledExpr {
  public:
@@ -65,12 +66,13 @@ class CompiledExpr {
     ExprOp op;
     int var = 0;     // Var: index into quantities()
     double c = 0;    // Const: the value
+    int a = -1, b = -1, c3 = -1;  // indices of the instructions producing the operands (by arity)
   };
   std::vector<ExprQuantity>& quantities() { return quantities_; }
   const std::vector<ExprQuantity>& quantities() const { return quantities_; }
   int n_vars() const { return static_cast<int>(quantities_.size()); }
   // Size of the scratch array eval() needs [doubles].
-  size_t work_size() const { return static_cast<size_t>(max_depth_) * (quantities_.size() + 1); }
+  size_t work_size() const { return 5 * code_.size(); }
   bool uses_time() const { return uses_time_; }
   // Value at variables x (size n_vars) and time t [s]; writes d value / d x_k to grad (size n_vars).
   // work: scratch of work_size() doubles.
@@ -83,7 +85,6 @@ class CompiledExpr {
   friend class ExprCompiler;
   std::vector<Instr> code_;
   std::vector<ExprQuantity> quantities_;
-  int max_depth_ = 1;
   bool uses_time_ = false;
 };
 
