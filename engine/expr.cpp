@@ -1,5 +1,6 @@
-// SPICE numbers ("10k", "2.2uF") and a small recursive-descent evaluator for parameter expressions.
-// Errors are reported as Status values located at the offending character.
+// SPICE numbers ("10k", "2.2uF") and one recursive-descent expression parser with two back ends: a direct
+// evaluator for parameter expressions and a compiler of behavioural expressions (B sources) to a tape that is
+// evaluated with reverse-mode derivatives. Errors are reported as Status values located at the offending character.
 #include "engine/expr.hpp"
 #include <algorithm>
 #include <cctype>
