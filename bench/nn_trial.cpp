@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   std::string config = std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml";
   std::string data;
   int images = 0, plain = 3, trials = 1;
+  FastOptions fopt;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--model") model = v;
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     else if (k == "--images") images = std::atoi(v.c_str());
     else if (k == "--plain") plain = std::atoi(v.c_str());
     else if (k == "--trials") trials = std::atoi(v.c_str());
+    else if (k == "--reltol") fopt.reltol = std::atof(v.c_str());
     else {
       fmt::print(stderr, "unknown option {}\n", k);
       return 2;
@@ -81,7 +83,7 @@ int main(int argc, char** argv) {
     HardwareInstance hw;
     realize(map, cfg.seed, 0, hw);
     const auto t0 = Clock::now();
-    if (Status st = fe.prepare(hw); !st) return fail(st);
+    if (Status st = fe.prepare(hw, fopt); !st) return fail(st);
     fmt::print("  first port reduction (orderings + symbolic analysis + numeric): {:.3f} s\n", since(t0));
   }
   for (int t = 1; t <= trials; ++t) {
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
     realize(map, cfg.seed, t, hw);
     const double t_draw = since(t0);
     const double c1 = cpu();
-    if (Status st = fe.prepare(hw); !st) return fail(st);
+    if (Status st = fe.prepare(hw, fopt); !st) return fail(st);
     const double t_prep = since(t0) - t_draw, c_prep = cpu() - c1;
     std::vector<int> cls;
     if (Status st = fe.classify(test.images, 0, n, 0, cls); !st) return fail(st);
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
     // takes tens of iterations.
     HardwareInstance hw;
     realize(map, cfg.seed, 1, hw);
-    if (Status st = fe.prepare(hw); !st) return fail(st);
+    if (Status st = fe.prepare(hw, fopt); !st) return fail(st);
     ReferenceReport rep;
     auto t0 = Clock::now();
     if (Status st = compare_reference(hw, fe, test.images, plain, rep, true); !st) return fail(st);
