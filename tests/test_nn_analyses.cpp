@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <H5Cpp.h>
 #include <fmt/format.h>
 #include <unistd.h>
 #include "devices/registry.hpp"
@@ -189,5 +190,18 @@ TEST_CASE("nn analyses: anasim run gives the accuracies of anasim nn eval and nn
   }
   const std::string mc = read(fs::path(csv) / "nn_mc.csv");
   CHECK(mc.rfind("trial,accuracy(sigma_g=0),accuracy(sigma_g=0.1)\n", 0) == 0);
+
+  // HDF5: the same tables as datasets, the summary values as group attributes.
+  H5::H5File h((dir / "r.h5").string(), H5F_ACC_RDONLY);
+  H5::Group g = h.openGroup("nn_eval");
+  double acc = 0;
+  g.openAttribute("analog_accuracy").read(H5::PredType::NATIVE_DOUBLE, &acc);
+  CHECK(acc == value("nn_eval_summary.csv", "analog_accuracy"));
+  hsize_t n = 0;
+  g.openDataSet("analog").getSpace().getSimpleExtentDims(&n);
+  CHECK(n == 50);
+  h.openGroup("nn_mc").openDataSet("accuracy(sigma_g=0.1)").getSpace().getSimpleExtentDims(&n);
+  CHECK(n == 2);
+  CHECK(h.nameExists("nn_eval2"));
   fs::remove_all(dir);
 }
