@@ -35,8 +35,8 @@ class AnalysisType {
   // enumerations, files that must exist). Errors are Input errors located at an argument (args->loc) or at
   // req.loc (the analysis entry).
   virtual Status check(const AnalysisRequest& /*req*/) const { return {}; }
-  // Runs the analysis. Fills out.sweep_name/sweep/signals (one row per sweep point) and out.scalars; kind and
-  // group are set by the caller. Errors: Input (bad data, missing files) -> exit 2, Numerical -> exit 3.
+  // Runs the analysis. Fills out.sweep_name/sweep/signals (one row per sweep point), out.scalars, out.notes and
+  // may fill out.stats (timepoints = rows); kind, group and stats.seconds (wall time) are set by the caller. Errors: Input (bad data, missing files) -> exit 2, Numerical -> exit 3.
   virtual Status run(const AnalysisRequest& req, AnalysisResult& out) const = 0;
 };
 

@@ -29,7 +29,8 @@ struct Signal {
 
 // One scalar result of an analysis (an accuracy, a count): HDF5 group attribute, CSV <group>_summary.csv.
 struct ResultScalar {
-  std::string name;          // lower-case identifier, e.g. "analog_accuracy"
+  std::string name;          // lower-case identifier, e.g. "analog_accuracy"; not one of the group's own HDF5
+                             // attributes (kind, sweep, sweep2, notes, or a SolverStats field name)
   std::string unit;          // "%", "s", "" for counts
   double value = 0;
 };

@@ -39,12 +39,10 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
         req.circuit = circuit ? &c : nullptr;
         req.args = &a.args;
         req.loc = a.loc;
-        r.kind = a.type->name;
         const auto t0 = std::chrono::steady_clock::now();
         st = a.type->run(req, r);
         r.kind = a.type->name;
-        if (r.stats.seconds == 0)
-          r.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        r.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         break;
       }
     }
