@@ -5,7 +5,7 @@ table of wall times (median of --runs; a single run for anything over a minute),
 difference over all node voltages (op: absolute, V; tran: relative to each signal's range, anasim interpolated
 onto ngspice's time grid). Results also go to bench/results.json and bench/results.csv. See bench/README.md.
 Standard library only."""
-import argparse, datetime, json, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, re, resource, shutil, statistics, struct, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -53,7 +53,8 @@ def yaml_case(circuit, size, yaml_fn, anasim, quick=False, note=""):
 XBAR_PULSE = (0.5e-9, 100e-12, 100e-12, 5e-9, 10e-9)  # row i delayed (i % 8) * 0.5 ns, 5 ns wide, 10 ns period
 
 
-def cases(anasim):
+def cases(a):
+    anasim = a.anasim
     c = []
     for r, k, q in [(64, 16, True), (128, 32, False), (256, 64, False)]:
         c.append(deck_case("crossbar op", f"{r}x{k}", "op", lambda r=r, k=k: crossbar_deck(r, k), q))
@@ -76,6 +77,8 @@ def cases(anasim):
     for n, q in [(4, True), (16, False)]:
         c.append(yaml_case("Sallen-Key op-amp tran", f"{n} stages", lambda n=n: sallen_key_yaml(n), anasim, q,
                            "uA741 level-2 macro model, exported with anasim export --spice"))
+    c.append(nn_small_case(a, 0))
+    c.append(nn_small_case(a, 2))
     return c
 
 
@@ -162,7 +165,8 @@ def compare(kind, raw, csvdir):
                 worst, worst_name = e, name
         if abs(tn[-1] - ta[-1]) > 1e-9 * abs(tn[-1]):
             raise RuntimeError(f"ngspice stopped at t = {tn[-1]:g}, anasim at {ta[-1]:g}")
-    return {"worst": worst, "worst_signal": worst_name, "compared": compared, "missing": missing}
+    ng_nodes = sum(1 for n in ng["names"] if n.startswith("v("))
+    return {"worst": worst, "worst_signal": worst_name, "compared": compared, "missing": missing, "ng_nodes": ng_nodes}
 
 
 def run_case(case, a, root):
@@ -207,6 +211,10 @@ def run_case(case, a, root):
     row["ok"] = c["worst"] <= tol and c["compared"] > 0 and (not c["missing"] or anasim_input != deck)
     if c["missing"]:
         row["note"] += f"; {len(c['missing'])} anasim nodes not in ngspice's output (e.g. {c['missing'][0]})"
+    row["ngspice_nodes"] = c["ng_nodes"]
+    if c["compared"] < c["ng_nodes"]:
+        row["note"] += (f"; {c['compared']} of ngspice's {c['ng_nodes']} node voltages compared (the others are "
+                        f"internal to anasim's devices in {os.path.basename(anasim_input)})")
     if not a.keep:
         for f in (raw, os.path.join(d, "anasim.h5")):
             if os.path.exists(f):
@@ -215,12 +223,148 @@ def run_case(case, a, root):
     return row
 
 
-def nn_row(a):
-    """Item 6 of the benchmark: MNIST inference of a network exported with `anasim nn export-spice`."""
-    p = subprocess.run([a.anasim, "nn", "--help"], capture_output=True, text=True)
-    exists = p.returncode == 0 and re.search(r"^\s*export-spice\b", p.stdout, re.M)
-    status = "TODO: anasim nn export-spice exists now; add the MNIST benchmark" if exists else "not available yet"
-    return {"circuit": "MNIST inference (nn export-spice)", "size": "-", "kind": "todo", "note": status, "ok": None}
+# ---- MNIST: the mapped network as a circuit --------------------------------------------------------------
+
+NN_HW = """hardware:
+  tile_rows: 48
+  tile_cols: 8
+  calib_samples: 2000
+  opamp: {{model: opa1611, level: {level}}}
+"""
+
+
+def mnist_dir(a):
+    """The MNIST IDX directory: --data, else $ANASIM_DATA, else ../shared/mnist next to the repository."""
+    for d in [a.data, os.environ.get("ANASIM_DATA"), os.path.join(HERE, "..", "..", "shared", "mnist"),
+              os.path.join(HERE, "..", "data", "mnist")]:
+        if d and any(os.path.exists(os.path.join(d, "t10k-images-idx3-ubyte" + z)) for z in ("", ".gz")):
+            return os.path.abspath(d)
+    raise RuntimeError("MNIST not found (pass --data DIR or set ANASIM_DATA)")
+
+
+def read_idx(path):
+    import gzip
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return dims, data[4 + 4 * ndim:]
+
+
+def write_idx(path, magic, dims, payload):
+    with open(path, "wb") as f:
+        f.write(struct.pack(">I", magic) + struct.pack(">" + "I" * len(dims), *dims) + bytes(payload))
+
+
+def mnist_8x8(src, dst):
+    """MNIST downsampled to 8x8 (the central 24x24 pixels, 3x3 averages) as IDX files in dst."""
+    os.makedirs(dst, exist_ok=True)
+    for split in ("train", "t10k"):
+        def find(base):
+            for z in (".gz", ""):
+                if os.path.exists(os.path.join(src, base + z)):
+                    return os.path.join(src, base + z)
+            raise RuntimeError(f"no {base} in {src}")
+        (n, rows, cols), px = read_idx(find(f"{split}-images-idx3-ubyte"))
+        _, lab = read_idx(find(f"{split}-labels-idx1-ubyte"))
+        out = bytearray(n * 64)
+        for i in range(n):
+            img = px[i * rows * cols:(i + 1) * rows * cols]
+            for r in range(8):
+                for c in range(8):
+                    base = (2 + 3 * r) * cols + 2 + 3 * c
+                    s = sum(img[base:base + 3]) + sum(img[base + cols:base + cols + 3]) + \
+                        sum(img[base + 2 * cols:base + 2 * cols + 3])
+                    out[i * 64 + r * 8 + c] = (s + 4) // 9
+        write_idx(os.path.join(dst, f"{split}-images-idx3-ubyte"), 0x803, (n, 8, 8), out)
+        write_idx(os.path.join(dst, f"{split}-labels-idx1-ubyte"), 0x801, (n,), lab)
+
+
+def nn_small_case(a, level):
+    """MNIST inference of a small network exported with `anasim nn export-spice`: a 64-16-10 MLP trained here
+    (seeded, 3 epochs) on 8x8-downsampled MNIST (both cached next to the case directories), mapped onto NN_HW with
+    op-amps of `level`, test image 0 exported as an ngspice deck (and as YAML); ngspice and anasim then solve the
+    same deck and every node is compared. Level 0 (ideal nullor) exports as plain controlled sources, so anasim
+    reads the very deck ngspice runs; level 1-2 op-amps export as B sources, which anasim's SPICE reader lacks,
+    so anasim runs the YAML the deck was written from (run_case's fallback; op-amp internal nodes differ)."""
+    def make(d):
+        shared = os.path.join(os.path.dirname(d), "mnist_small_common")
+        data, model = os.path.join(shared, "mnist8x8"), os.path.join(shared, "mlp_64_16_10.h5")
+        cmds = []
+        if not os.path.exists(model):
+            mnist_8x8(mnist_dir(a), data)
+            cmds.append([a.anasim, "nn", "train", "--data", data, "--layers", "64,16,10", "--epochs", "3", "--seed",
+                         "1", "-o", model])
+        hw = write(os.path.join(d, "hw.yaml"), NN_HW.format(level=level))
+        cmds.append([a.anasim, "nn", "export-spice", "--model", model, "--config", hw, "--data", data, "--sample",
+                     "0", "-o", os.path.join(d, "deck.cir"), "--yaml", os.path.join(d, "deck.yaml")])
+        for cmd in cmds:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        return os.path.join(d, "deck.cir"), os.path.join(d, "deck.yaml")
+    what = {0: "ideal op-amps (level 0)", 1: "behavioural op-amps (level 1)", 2: "op-amp macro models (level 2)"}[level]
+    return Case("MNIST inference (nn export-spice)", f"64-16-10, {what.split(' (')[0]}", "op", make, level == 0,
+                f"test image 0 of 8x8-downsampled MNIST, 64-16-10 trained here; 58 opa1611 {what}")
+
+
+def nn_throughput_row(a, root):
+    """Batched evaluation throughput of the shipped 784-128-10 model (build/bench/anasim_nn_trial: one Monte Carlo
+    trial = mismatch draw + port reduction + all 10,000 test images) against the per-image full MNA solve (KLU
+    factor once, one solve per image; and the Newton operating point per image) and against ngspice per image on
+    the deck `anasim nn export-spice` writes for one image (at most --nn-ngspice-timeout seconds)."""
+    row = {"circuit": "MNIST throughput (784-128-10)", "size": "10,000 images", "kind": "throughput", "note": "",
+           "ok": True}
+    trial = os.path.join(os.path.dirname(a.anasim), "bench", "anasim_nn_trial")
+    if not os.access(trial, os.X_OK):
+        raise RuntimeError(f"no {trial} (build the bench target)")
+    data = mnist_dir(a)
+    p = subprocess.run([trial, "--trials", "2", "--plain", "2", "--data", data], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"anasim_nn_trial failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    trials = [(float(w), int(n)) for w, n in re.findall(r"Monte Carlo trial \d+: ([\d.]+) s wall .*?, (\d+) images", p.stdout)]
+    w, n = min(trials)
+    row["fast_s_per_image"] = w / n  # the whole trial (draw + port reduction + images) per image
+    row["images_per_s_fast"] = n / w
+    m = re.search(r"plain MNA: (\d+) unknowns; Newton operating point per image ([\d.]+) s", p.stdout)
+    row["unknowns"] = int(m.group(1))
+    row["images_per_s_mna_newton"] = 1 / float(m.group(2))
+    m = re.search(r"factor ([\d.]+) s, solve ([\d.]+) s/image", p.stdout)
+    row["mna_factor_s"], row["mna_solve_s_per_image"] = float(m.group(1)), float(m.group(2))
+    row["images_per_s_mna_solve"] = 1 / float(m.group(2))
+    # ngspice: one image of the same circuit, exported deck, one run with a time limit
+    d = os.path.join(root, "mnist_784_128_10")
+    os.makedirs(d, exist_ok=True)
+    deck = os.path.join(d, "deck.cir")
+    cmd = [a.anasim, "nn", "export-spice", "--model", os.path.join(HERE, "..", "data", "mlp_784_128_10.h5"),
+           "--config", os.path.join(HERE, "..", "data", "examples", "mnist_hw.yaml"), "--data", data, "--sample", "0",
+           "-o", deck]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"export-spice failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    if a.nn_ngspice_timeout > 0:
+        t0 = time.perf_counter()
+        try:
+            subprocess.run([a.ngspice, "-b", "-r", os.path.join(d, "ngspice.raw"), deck], capture_output=True,
+                           text=True, timeout=a.nn_ngspice_timeout)
+            row["ngspice_s_per_image"] = time.perf_counter() - t0
+            row["ngspice_timed_out"] = False
+        except subprocess.TimeoutExpired:
+            row["ngspice_s_per_image"] = a.nn_ngspice_timeout
+            row["ngspice_timed_out"] = True
+        row["images_per_s_ngspice"] = 1 / row["ngspice_s_per_image"]
+    ng = row.get("ngspice_s_per_image")
+    row["ratio"] = ng / row["fast_s_per_image"] if ng else None
+    row["ratio_mna_solve"] = row["mna_solve_s_per_image"] / row["fast_s_per_image"]
+    row["note"] = (f"batched (exact fast path): {row['images_per_s_fast']:.0f} images/s (whole Monte Carlo trial incl. "
+                   f"draw and port reduction); full MNA per image: factor {row['mna_factor_s']:.2f} s once, then "
+                   f"{row['images_per_s_mna_solve']:.1f} images/s by one KLU solve ({row['ratio_mna_solve']:.0f}x "
+                   f"slower), {row['images_per_s_mna_newton']:.2f} images/s by Newton; ngspice: " +
+                   ("not run (--nn-ngspice-timeout 0)" if ng is None else
+                    (f"more than {ng:.0f} s for one image (stopped at the limit)" if row["ngspice_timed_out"]
+                     else f"{ng:.1f} s for one image ({1 / ng:.2g} images/s)")))
+    return row
 
 
 # ---- reporting --------------------------------------------------------------------------------------------
@@ -235,6 +379,13 @@ def table_rows(rows):
     for r in rows:
         if r["kind"] == "todo":
             out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", r["note"], "-", "-"])
+            continue
+        if r["kind"] == "throughput":
+            ng = r.get("ngspice_s_per_image")
+            ngs = "-" if ng is None else (f">{ng:.0f}" if r.get("ngspice_timed_out") else f"{ng:.3g}")
+            ratio = "-" if r.get("ratio") is None else (">" if r.get("ngspice_timed_out") else "") + f"{r['ratio']:.0f}x"
+            out.append([r["circuit"], r["size"] + " (s per image)", str(r["unknowns"]), ngs,
+                        f"{r['fast_s_per_image']:.3g}", ratio, "-", f"{r['images_per_s_fast']:.0f} images/s", "-", "yes"])
             continue
         if "error" in r:
             out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", "error: " + r["error"].splitlines()[0][:60], "-", "FAIL"])
@@ -298,6 +449,9 @@ def main():
     ap.add_argument("--json", default=os.path.join(HERE, "results.json"))
     ap.add_argument("--csv", default=os.path.join(HERE, "results.csv"))
     ap.add_argument("--markdown", help="also write the table into this Markdown file (e.g. bench/RESULTS.md)")
+    ap.add_argument("--data", help="MNIST IDX directory for the MNIST rows (default: $ANASIM_DATA, ../shared/mnist)")
+    ap.add_argument("--nn-ngspice-timeout", type=float, default=1800,
+                    help="time limit [s] of ngspice on one image of the 784-128-10 deck (0: skip; default 1800)")
     ap.add_argument("--keep", help="keep decks and results in this directory (default: a temporary one, removed)")
     a = ap.parse_args()
     a.anasim = os.path.abspath(a.anasim)
@@ -314,7 +468,7 @@ def main():
             "op_tolerance_V": OP_TOL, "tran_tolerance_rel": TRAN_TOL}
     print(f"{meta['date']}  {meta['machine']}\n{meta['ngspice']}{' with .options klu' if a.klu else ''}, "
           f"anasim {a.anasim}\nload average {' '.join(f'{x:.2f}' for x in meta['load_start'])}")
-    todo = [c for c in cases(a.anasim) if (c.quick or not a.quick)
+    todo = [c for c in cases(a) if (c.quick or not a.quick)
             and (not a.only or any(s.lower() in f"{c.circuit} {c.size}".lower() for s in a.only))]
     rows = []
     for c in todo:
@@ -326,8 +480,15 @@ def main():
             row = {"circuit": c.circuit, "size": c.size, "kind": c.kind, "note": c.note, "error": str(e), "ok": False}
         rows.append(row)
         print(f" {time.perf_counter() - t0:.0f} s" + (f"  ERROR {row['error']}" if "error" in row else ""), flush=True)
-    if not a.only:
-        rows.append(nn_row(a))
+    if not a.quick and (not a.only or any(s.lower() in "mnist throughput" for s in a.only)):
+        print("  MNIST throughput 784-128-10 ...", end="", flush=True)
+        t0 = time.perf_counter()
+        try:
+            rows.append(nn_throughput_row(a, root))
+        except Exception as e:
+            rows.append({"circuit": "MNIST throughput (784-128-10)", "size": "10,000 images", "kind": "throughput",
+                         "note": "", "error": str(e), "ok": False})
+        print(f" {time.perf_counter() - t0:.0f} s", flush=True)
     meta["load_end"] = list(os.getloadavg())
     meta["seconds"] = time.perf_counter() - t_start
     print(f"load average {' '.join(f'{x:.2f}' for x in meta['load_end'])}, {meta['seconds']:.0f} s in all\n")

@@ -16,6 +16,7 @@
 #include "engine/output.hpp"
 #include "engine/parse.hpp"
 #include "engine/simulate.hpp"
+#include "nn/analyses.hpp"
 
 using namespace anasim;
 
@@ -73,10 +74,11 @@ void print_warnings(const Status& st) {
   for (const auto& w : st.warnings) fmt::print(stderr, "warning: {}\n", w);
 }
 
-Status load(const std::string& file, ParsedNetlist& pn, FlatNetlist& fn, double* t_parse = nullptr,
-            double* t_elab = nullptr) {
+// `analyses`: the extension analysis kinds the netlist may use (see analysis_catalog()).
+Status load(const std::string& file, const AnalysisCatalog& analyses, ParsedNetlist& pn, FlatNetlist& fn,
+            double* t_parse = nullptr, double* t_elab = nullptr) {
   auto t0 = std::chrono::steady_clock::now();
-  Status ps = parse_netlist(file, builtin_catalog(), pn);
+  Status ps = parse_netlist(file, builtin_catalog(), pn, &analyses);
   if (!ps) return ps;
   print_warnings(ps);
   if (Status st = check_extra_sections(pn); !st) return st;
@@ -97,6 +99,12 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
     fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10.4f}\n", a.group, a.stats.timepoints,
                a.stats.newton_iterations, a.stats.factorizations, a.stats.refactorizations, a.stats.rejected,
                a.stats.seconds);
+  for (const auto& a : r.analyses) {  // extension analyses: inputs used and summary values
+    if (a.scalars.empty() && a.notes.empty()) continue;
+    fmt::print("  {}:\n", a.group);
+    for (const auto& n : a.notes) fmt::print("    {}\n", n);
+    for (const auto& x : a.scalars) fmt::print("    {:<34} {:>12.6g} {}\n", x.name, x.value, x.unit);
+  }
   fmt::print("  time      parse {:.4f} s, elaborate {:.4f} s, build+analyses {:.4f} s, output {:.4f} s, total {:.4f} s\n",
              t_parse, t_elab, t_sim, t_out, seconds);
 }
@@ -108,13 +116,13 @@ void print_mc(const McResults& mc) {
     fmt::print("  {:<32} {:>14.6g} {:>12.4g} {:>14.6g} {:>14.6g} {}\n", m.name, m.mean, m.std, m.min, m.max, m.unit);
 }
 
-int cmd_run(const std::string& file, const std::string& h5, const std::string& csv, int mc_trials,
-            unsigned long long seed) {
+int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std::string& h5, const std::string& csv,
+            int mc_trials, unsigned long long seed) {
   auto t0 = std::chrono::steady_clock::now();
   ParsedNetlist pn;
   FlatNetlist fn;
   double t_parse = 0, t_elab = 0;
-  if (Status st = load(file, pn, fn, &t_parse, &t_elab); !st) return report(st);
+  if (Status st = load(file, analyses, pn, fn, &t_parse, &t_elab); !st) return report(st);
   auto t1 = std::chrono::steady_clock::now();
   RunResults r;
   std::unique_ptr<Circuit> circuit;
@@ -136,13 +144,21 @@ int cmd_run(const std::string& file, const std::string& h5, const std::string& c
   std::_Exit(0);
 }
 
-int cmd_export(const std::string& file, const std::string& out) {
+int cmd_export(const std::string& file, const AnalysisCatalog& analyses, const std::string& out) {
   ParsedNetlist pn;
   FlatNetlist fn;
-  if (Status st = load(file, pn, fn); !st) return report(st);
+  if (Status st = load(file, analyses, pn, fn); !st) return report(st);
   if (Status st = export_spice(fn, out); !st) return report(st);
   fmt::print("wrote {}\n", out);
   return 0;
+}
+
+// The analysis kinds a YAML netlist may use beyond op/dc/tran/ac: the registry of extension analyses, assembled
+// here so that engine/ never depends on the layers that implement them. `data_dir`: `anasim run --data`.
+AnalysisCatalog analysis_catalog(const std::string& data_dir) {
+  AnalysisCatalog c;
+  nn::add_analyses(c, data_dir);
+  return c;
 }
 
 int cmd_devices() {
@@ -173,7 +189,7 @@ int main(int argc, char** argv) {
   try {
     CLI::App app{"anasim: circuit simulator for analog neural networks"};
     app.require_subcommand(1);
-    std::string file, h5, csv, spice_out;
+    std::string file, h5, csv, spice_out, data_dir;
     auto* run = app.add_subcommand("run", "run every analysis in a netlist (.yaml or SPICE deck)");
     run->add_option("file", file, "netlist")->required();
     run->add_option("-o,--output", h5, "write results to this HDF5 file");
@@ -183,6 +199,8 @@ int main(int argc, char** argv) {
     run->add_option("--mc", mc_trials, "Monte Carlo: number of trials drawing every parameter tolerance")
         ->check(CLI::Range(1, 10000000));
     run->add_option("--seed", seed, "Monte Carlo seed (same seed, same numbers)");
+    run->add_option("--data", data_dir,
+                    "data sets for nn_eval / nn_mc analyses (default: $ANASIM_DATA, then standard places)");
     auto* exp = app.add_subcommand("export", "write a netlist as a flat ngspice deck");
     exp->add_option("file", file, "netlist")->required();
     exp->add_option("--spice", spice_out, "output deck")->required();
@@ -194,8 +212,9 @@ int main(int argc, char** argv) {
       int rc = app.exit(e);
       return rc == 0 ? 0 : 2;
     }
-    if (*run) return cmd_run(file, h5, csv, mc_trials, seed);
-    if (*exp) return cmd_export(file, spice_out);
+    const AnalysisCatalog analyses = analysis_catalog(data_dir);
+    if (*run) return cmd_run(file, analyses, h5, csv, mc_trials, seed);
+    if (*exp) return cmd_export(file, analyses, spice_out);
     if (*dev) return cmd_devices();
     if (const int rc = run_nn(); rc >= 0) return rc;
     return 1;

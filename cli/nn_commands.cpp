@@ -215,40 +215,23 @@ int cmd_eval(const NnArgs& a) {
 
 // ---- hardware commands: eval --config, export-spice, mc ----
 
-// Model, hardware config (with --mode), test set and calibration images (the training split; the test split
-// with a warning when no training images are found).
-struct HwSetup {
-  Mlp net;
-  HardwareConfig cfg;
-  Dataset test;
-  Dataset train;
-  const MatrixRf* calib = nullptr;
-  std::string dir;
-};
+// Model, hardware config (with --mode), test set and calibration images (nn/evaluate.hpp load_eval_setup).
+using HwSetup = EvalSetup;
 
 Status load_hw_setup(const NnArgs& a, HwSetup& h) {
   if (a.model.empty()) return Status::input("--model is required");
   if (a.config.empty()) return Status::input("--config is required (a YAML file with a hardware: section)");
-  Status ld = a.keras ? import_keras(a.model, h.net) : load_model(a.model, h.net, nullptr);
-  if (!ld) return ld;
   if (Status st = load_hardware_config(a.config, h.cfg); !st) return st;
   if (!a.mode.empty())
     if (Status st = set_hardware_param(h.cfg, "mode", a.mode); !st) return st;
   DatasetKind kind;
   if (Status st = parse_dataset_kind(a.dataset, kind); !st) return st;
-  if (Status st = find_data_dir(kind, a.data_dir, false, h.dir); !st) return st;
-  if (Status st = load_split(h.dir, Split::Test, h.test); !st) return st;
-  if (h.test.images.cols() != h.net.inputs())
-    return Status::input(fmt::format("{}: the model has {} inputs, the images {} pixels", a.model, h.net.inputs(),
-                                     h.test.images.cols()));
-  std::string ti, tl;
-  if (split_files(h.dir, Split::Train, ti, tl).ok() && load_split(h.dir, Split::Train, h.train).ok()) {
-    h.calib = &h.train.images;
-  } else {
-    fmt::print(stderr, "warning: no training images in {}; calibrating on the test images\n", h.dir);
-    h.calib = &h.test.images;
+  Status st = load_eval_setup(a.model, a.keras, kind, a.data_dir, h);
+  if (st) {
+    for (const auto& w : st.warnings) fmt::print(stderr, "warning: {}\n", w);
+    st.warnings.clear();
   }
-  return ld;
+  return st;
 }
 
 std::string json_num(double v) { return std::isfinite(v) ? fmt::format("{:.10g}", v) : "null"; }
@@ -257,7 +240,7 @@ int cmd_eval_hw(const NnArgs& a) {
   HwSetup h;
   if (Status st = load_hw_setup(a, h); !st) return report(st);
   EvalReport r;
-  Status st = run_eval(h.net, h.cfg, *h.calib, h.test, a.samples, a.reference, r, !a.reference_cold);
+  Status st = run_eval(h.net, h.cfg, h.calib(), h.test, a.samples, a.reference, r, !a.reference_cold);
   if (!st) return report(st);
   if (a.json) {
     fmt::print("{{\"digital_accuracy\": {}, \"analog_accuracy\": {}, \"agreement\": {}, \"samples\": {}, "
@@ -299,7 +282,7 @@ int cmd_export_spice(const NnArgs& a) {
   if (a.sample < 0 || a.sample >= h.test.size())
     return report(Status::input(fmt::format("--sample must lie in 0..{}", h.test.size() - 1)));
   MappedNetwork map;
-  if (Status st = map_network(h.net, h.cfg, *h.calib, map); !st) return report(st);
+  if (Status st = map_network(h.net, h.cfg, h.calib(), map); !st) return report(st);
   HardwareInstance hw;
   realize(map, h.cfg.seed, 0, hw);
   FastEvaluator fe;
@@ -333,21 +316,8 @@ int cmd_mc(const NnArgs& a) {
   o.trials = a.mc_trials;
   o.seed = a.mc_seed;
   o.samples = a.samples;
-  if (!a.sweep.empty()) {
-    const size_t eq = a.sweep.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 >= a.sweep.size())
-      return report(Status::input(fmt::format("--sweep expects PARAM=v1,v2,..., got '{}'", a.sweep)));
-    o.sweep_param = a.sweep.substr(0, eq);
-    std::string rest = a.sweep.substr(eq + 1);
-    for (size_t p = 0; p <= rest.size();) {
-      const size_t q = std::min(rest.find(',', p), rest.size());
-      if (q > p) o.sweep_values.push_back(rest.substr(p, q - p));
-      p = q + 1;
-    }
-    HardwareConfig probe = h.cfg;  // check every value before the long run
-    for (const auto& v : o.sweep_values)
-      if (Status st = set_hardware_param(probe, o.sweep_param, v); !st) return report(st);
-  }
+  if (!a.sweep.empty())
+    if (Status st = parse_mc_sweep(a.sweep, h.cfg, o); !st) return report(st);
   McReport r;
   const bool tty = isatty(fileno(stderr));
   auto progress = [&](int done, int total, double secs) {
@@ -357,7 +327,7 @@ int cmd_mc(const NnArgs& a) {
                std::string(width - fill, '.'), done, total, secs, eta, tty ? (done == total ? "\n" : "") : "\n");
     std::fflush(stderr);
   };
-  Status st = run_mc(h.net, h.cfg, *h.calib, h.test, o, r, progress);
+  Status st = run_mc(h.net, h.cfg, h.calib(), h.test, o, r, progress);
   if (!st) return report(st);
   fmt::print("Monte Carlo: model {}, hardware {} ({} mode), {} trials x {} test images, seed {}, {} threads\n",
              a.model, a.config, mode_name(h.cfg.mode), o.trials, r.samples, o.seed, omp_get_max_threads());

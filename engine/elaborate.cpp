@@ -81,7 +81,10 @@ class Elaborator {
     node_ids_.reserve(2 * pn_.devices.size());
     std::map<std::string, std::string> ports;  // top level: identity
     if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
-    if (out_.devices.empty()) {
+    // A netlist whose analyses are all extensions (e.g. nn_eval) needs no circuit.
+    bool only_extensions = !pn_.analyses.empty();
+    for (const auto& a : pn_.analyses) only_extensions = only_extensions && a.kind == AnalysisSpec::Kind::Extension;
+    if (out_.devices.empty() && !only_extensions) {
       SourceLoc whole;  // the file as a whole
       whole.file = pn_.file;
       return Status::input("the netlist defines no devices", whole);
@@ -97,6 +100,7 @@ class Elaborator {
       fd.control_key = c->type->key;
     }
     if (Status st = resolve_expressions(); !st) return st;
+    out_.extra = pn_.extra;  // before analyses(): extension checks may read other sections
     if (Status st = analyses(); !st) return st;
     for (const auto& ic : pn_.ics) {
       auto it = node_ids_.find(ic.name);
@@ -393,6 +397,18 @@ class Elaborator {
           if (an.fstart < 0 || an.fstop < an.fstart)
             return Status::input(fmt::format(".ac needs 0 <= fstart <= fstop, got {} and {}", an.fstart, an.fstop),
                                  at(an.fstart < 0 ? a.fstart : a.fstop));
+          break;
+        }
+        case AnalysisSpec::Kind::Extension: {
+          an.type = a.type;
+          an.args = default_params(a.type->params);
+          if (Status st = assign_params(an.args, a.args, top_, fmt::format("{} analysis", a.type->name)); !st)
+            return st;
+          AnalysisRequest req;
+          req.netlist = &out_;
+          req.args = &an.args;
+          req.loc = a.loc;
+          if (Status st = a.type->check(req); !st) return st;
           break;
         }
       }

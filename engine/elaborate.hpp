@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "engine/analysis_type.hpp"
 #include "engine/device.hpp"
 #include "engine/netlist.hpp"
 #include "engine/param.hpp"
@@ -53,6 +54,8 @@ struct Analysis {
   std::string variation;         // AC: "dec" | "oct" | "lin"
   int points = 0;
   double fstart = 0, fstop = 0;  // AC [Hz]
+  const AnalysisType* type = nullptr;  // Extension: the kind (analysis_type.hpp)
+  ParamValues args;                    // Extension: evaluated arguments, indexed like type->params
   SourceLoc loc;
 };
 
@@ -66,6 +69,7 @@ struct FlatNetlist {
   std::vector<std::pair<NodeId, double>> ics;  // .ic node voltages [V]
   std::vector<std::string> outputs;            // requested signals, empty = all
   std::map<std::string, double> params;        // top-level parameter values
+  std::vector<ParamAssign> extra;              // top-level sections other layers read (name, loc); see ParsedNetlist
 };
 
 // Monte Carlo trial: parameters with a tolerance are drawn from their distribution. The draw for one

@@ -98,6 +98,9 @@ std::string spice_deck(const FlatNetlist& fn) {
       case AnalysisSpec::Kind::Ac:
         out += fmt::format(".ac {} {} {:.15g} {:.15g}\n", a.variation, a.points, a.fstart, a.fstop);
         break;
+      case AnalysisSpec::Kind::Extension:
+        out += fmt::format("* {} analysis: anasim only, not exported\n", a.type->name);
+        break;
     }
   }
   out += ".end\n";

@@ -1,5 +1,6 @@
 // Monte Carlo driver (see montecarlo.hpp).
 #include "engine/montecarlo.hpp"
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -24,6 +25,10 @@ Status run_monte_carlo(const ParsedNetlist& pn, const DeviceCatalog& catalog, in
     FlatNetlist fn;
     RunResults r;
     Status st = elaborate(pn, catalog, fn, &var);
+    // Extension analyses (nn_eval, ...) run once, in the nominal run; they carry their own statistics.
+    fn.analyses.erase(std::remove_if(fn.analyses.begin(), fn.analyses.end(),
+                                     [](const Analysis& a) { return a.kind == AnalysisSpec::Kind::Extension; }),
+                      fn.analyses.end());
     if (st) st = simulate(fn, catalog, r);
     if (!st) {
       status[k] = st;

@@ -9,6 +9,8 @@
 
 namespace anasim {
 
+class AnalysisType;  // analysis_type.hpp
+
 // An unevaluated value: a number with SPICE suffix ("10k"), or an expression ("2*rval").
 struct ValueExpr {
   std::string text;
@@ -58,8 +60,12 @@ struct SubcktDef {
 
 // One analysis request. Arguments are kept as expressions and evaluated during elaboration.
 struct AnalysisSpec {
-  enum class Kind { Op, Dc, Tran, Ac };
+  enum class Kind { Op, Dc, Tran, Ac, Extension };
   Kind kind = Kind::Op;
+  // Extension: an analysis kind from the AnalysisCatalog given to the parser, with its arguments (names
+  // checked against type->params; values unevaluated).
+  const AnalysisType* type = nullptr;
+  std::vector<ParamAssign> args;
   // DC: one or two sweeps (outer sweep last, as in SPICE ".dc v1 ... v2 ...": v1 inner, v2 outer).
   struct Sweep {
     std::string source;

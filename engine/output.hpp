@@ -9,13 +9,14 @@ namespace anasim {
 
 // HDF5: one group per analysis (/op, /dc, /tran, /ac, /tran2 ...), one dataset per signal
 // (AC: "vm(x)" magnitude and "vp(x)" phase [deg]), the sweep variable as its own dataset, units as a
-// "unit" attribute on each dataset, solver statistics as attributes of the group; title and netlist path
+// "unit" attribute on each dataset, solver statistics and summary scalars as attributes of the group; title and netlist path
 // as attributes of the root.
 Status write_hdf5(const RunResults& r, const std::string& path);
 
 // CSV: DIR/op.csv, DIR/dc.csv, DIR/tran.csv, DIR/ac.csv (tran2.csv ... when repeated), created if needed.
 // Header row of lower-case signal names; first column the sweep variable (not in op.csv);
-// AC columns vm(...) and vp(...) [deg]. Numbers in shortest round-trip form.
+// AC columns vm(...) and vp(...) [deg]. Numbers in shortest round-trip form. Analyses with summary scalars
+// (extension analyses) also get DIR/<group>_summary.csv with columns name,value,unit.
 Status write_csv(const RunResults& r, const std::string& dir);
 
 }  // namespace anasim

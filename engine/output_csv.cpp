@@ -96,6 +96,26 @@ bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   return std::fflush(f) == 0 && !std::ferror(f);
 }
 
+// Writes `text` to FILE through "<file>.tmp" and a rename.
+Status write_text_atomic(const std::string& file, const std::string& text) {
+  const std::string tmp = file + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", file, std::strerror(errno)));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) { ok = false; err = errno; }
+  std::error_code ec;
+  if (ok) {
+    fs::rename(tmp, file, ec);
+    if (ec) { ok = false; err = ec.value(); }
+  }
+  if (!ok) {
+    fs::remove(tmp, ec);
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", file, err ? std::strerror(err) : "I/O error"));
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status write_csv(const RunResults& r, const std::string& dir) {
@@ -104,6 +124,12 @@ Status write_csv(const RunResults& r, const std::string& dir) {
   if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
 
   for (const auto& a : r.analyses) {
+    if (!a.scalars.empty()) {  // DIR/<group>_summary.csv: name,value,unit
+      std::string text = "name,value,unit\n";
+      for (const ResultScalar& x : a.scalars)
+        text += fmt::format("{},{},{}\n", csv_field(x.name), x.value, csv_field(x.unit));
+      if (Status st = write_text_atomic((fs::path(dir) / (a.group + "_summary.csv")).string(), text); !st) return st;
+    }
     const std::string file = (fs::path(dir) / (a.group + ".csv")).string();
     const long rows = table_rows(a);
     if (rows < 0)

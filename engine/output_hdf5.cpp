@@ -1,6 +1,6 @@
 // HDF5 writer: one group per analysis holding the sweep variable and one 1-D double dataset per signal
 // (AC: magnitude "vm(x)" and phase "vp(x)" in degrees), a "unit" attribute on every dataset and the solver
-// statistics as group attributes. Written to "<path>.tmp" and renamed into place when complete.
+// statistics and any summary scalars (ResultScalar) as group attributes. Written to "<path>.tmp" and renamed into place when complete.
 #include "engine/output.hpp"
 #include <cmath>
 #include <cstdint>
@@ -80,6 +80,12 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
   {
     H5::Attribute s = g.createAttribute("seconds", H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
     s.write(H5::PredType::NATIVE_DOUBLE, &st.seconds);
+  }
+
+  if (!a.notes.empty()) attr_string(g, "notes", fmt::format("{}", fmt::join(a.notes, "\n")));
+  for (const ResultScalar& x : a.scalars) {  // extension analyses' summary values (units in the docs)
+    H5::Attribute s = g.createAttribute(link_name(x.name, "value"), H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
+    s.write(H5::PredType::NATIVE_DOUBLE, &x.value);
   }
 
   if (a.kind != "op") {

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include <vector>
+#include "engine/analysis_type.hpp"
 #include "engine/device.hpp"
 #include "engine/netlist.hpp"
 
@@ -10,14 +11,20 @@ namespace anasim {
 
 // Reads a SPICE deck (first line is the title). `out` is reset first.
 Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out);
-// Reads a YAML netlist. `out` is reset first.
-Status parse_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out);
+// Reads a YAML netlist. `out` is reset first. `analyses` (may be null) adds extension analysis kinds
+// (analysis_type.hpp) to op, dc, tran and ac.
+Status parse_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out,
+                  const AnalysisCatalog* analyses = nullptr);
 // Picks the reader by extension: .yaml / .yml -> YAML, anything else (.cir .sp .spice .net .ckt .deck ...) -> SPICE.
-Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out);
+// Extension analyses exist in YAML netlists only.
+Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out,
+                     const AnalysisCatalog* analyses = nullptr);
 
 // Same as above on in-memory text; `pseudo_name` is used in locations and to resolve relative includes.
 Status parse_spice_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                           ParsedNetlist& out);
+Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                         ParsedNetlist& out, const AnalysisCatalog* analyses);
 Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                          ParsedNetlist& out);
 

@@ -27,8 +27,16 @@ struct Signal {
   std::vector<double> im;    // AC only (same size as re), else empty
 };
 
+// One scalar result of an analysis (an accuracy, a count): HDF5 group attribute, CSV <group>_summary.csv.
+struct ResultScalar {
+  std::string name;          // lower-case identifier, e.g. "analog_accuracy"; not one of the group's own HDF5
+                             // attributes (kind, sweep, sweep2, notes, or a SolverStats field name)
+  std::string unit;          // "%", "s", "" for counts
+  double value = 0;
+};
+
 struct AnalysisResult {
-  std::string kind;          // "op", "dc", "tran", "ac"
+  std::string kind;          // "op", "dc", "tran", "ac", or an extension analysis name ("nn_eval")
   std::string group;         // output name: "op", "dc", "tran2", ...
   std::string sweep_name;    // "time", "frequency", swept source name; empty for op
   std::string sweep_unit;    // "s", "Hz", "V"/"A"
@@ -36,6 +44,8 @@ struct AnalysisResult {
   std::vector<double> sweep2;      // nested DC sweep: outer source value per row (else empty)
   std::string sweep2_name;
   std::vector<Signal> signals;
+  std::vector<ResultScalar> scalars;  // summary values (extension analyses)
+  std::vector<std::string> notes;     // summary lines in words (extension analyses: inputs used), HDF5 "notes"
   SolverStats stats;
   int rows() const { return signals.empty() ? 0 : static_cast<int>(signals[0].re.size()); }
   bool complex() const { return kind == "ac"; }

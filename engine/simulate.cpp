@@ -1,5 +1,6 @@
 // parse -> elaborate -> build -> analyses (see simulate.hpp).
 #include "engine/simulate.hpp"
+#include <chrono>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
 #include "engine/parse.hpp"
@@ -14,12 +15,15 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
     std::unique_ptr<Circuit>* keep;
     ~Keep() { if (keep) *keep = std::move(owned); }
   } keeper{owned, keep};
-  if (Status st = c.build(fn, catalog); !st) return st;
+  const bool circuit = !fn.devices.empty();  // a netlist of extension analyses only may have none
+  if (circuit)
+    if (Status st = c.build(fn, catalog); !st) return st;
   out.title = fn.title;
   out.netlist = fn.file;
-  out.unknowns = c.n();
+  out.unknowns = circuit ? c.n() : 0;
   std::vector<int> idx;
-  if (Status st = select_outputs(c, fn.outputs, idx); !st) return st;
+  if (circuit)
+    if (Status st = select_outputs(c, fn.outputs, idx); !st) return st;
   std::map<std::string, int> count;
   for (const auto& a : fn.analyses) {
     AnalysisResult r;
@@ -29,6 +33,18 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
       case AnalysisSpec::Kind::Dc: st = run_dc(c, fn, a, idx, r); break;
       case AnalysisSpec::Kind::Tran: st = run_tran(c, fn, a, idx, r); break;
       case AnalysisSpec::Kind::Ac: st = run_ac(c, fn, a, idx, r); break;
+      case AnalysisSpec::Kind::Extension: {
+        AnalysisRequest req;
+        req.netlist = &fn;
+        req.circuit = circuit ? &c : nullptr;
+        req.args = &a.args;
+        req.loc = a.loc;
+        const auto t0 = std::chrono::steady_clock::now();
+        st = a.type->run(req, r);
+        r.kind = a.type->name;
+        r.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        break;
+      }
     }
     if (!st) return st;
     int k = ++count[r.kind];
@@ -38,9 +54,10 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
   return {};
 }
 
-Status simulate_file(const std::string& path, const DeviceCatalog& catalog, RunResults& out) {
+Status simulate_file(const std::string& path, const DeviceCatalog& catalog, RunResults& out,
+                     const AnalysisCatalog* analyses) {
   ParsedNetlist pn;
-  if (Status st = parse_netlist(path, catalog, pn); !st) return st;
+  if (Status st = parse_netlist(path, catalog, pn, analyses); !st) return st;
   FlatNetlist fn;
   if (Status st = elaborate(pn, catalog, fn); !st) return st;
   return simulate(fn, catalog, out);

@@ -8,12 +8,16 @@
 
 namespace anasim {
 
-// Runs every analysis of an elaborated netlist on a freshly built circuit. If `keep` is given, the
+// Runs every analysis of an elaborated netlist on a freshly built circuit (none when the netlist has no devices,
+// which elaboration allows only when every analysis is an extension); extension analyses run in file order
+// through AnalysisType::run. If `keep` is given, the
 // circuit is moved there instead of being destroyed (callers that exit right after can skip teardown).
 Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out,
                 std::unique_ptr<Circuit>* keep = nullptr);
 
-// Parses the file (extension picks the format), elaborates and simulates it.
-Status simulate_file(const std::string& path, const DeviceCatalog& catalog, RunResults& out);
+// Parses the file (extension picks the format), elaborates and simulates it. `analyses` (may be null): the
+// extension analysis kinds the netlist may use.
+Status simulate_file(const std::string& path, const DeviceCatalog& catalog, RunResults& out,
+                     const AnalysisCatalog* analyses = nullptr);
 
 }  // namespace anasim

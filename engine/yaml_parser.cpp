@@ -79,7 +79,8 @@ const ListSpec kListSpecs[] = {
 
 class YamlParser {
  public:
-  YamlParser(const DeviceCatalog& cat, ParsedNetlist& out) : cat_(cat), out_(out) {
+  YamlParser(const DeviceCatalog& cat, ParsedNetlist& out, const AnalysisCatalog* analyses = nullptr)
+      : cat_(cat), analyses_(analyses), out_(out) {
     for (const DeviceInstance& d : out_.devices) top_devices_.emplace(d.name, d.loc);
     for (const ModelDef& m : out_.models) models_.emplace(m.name, m.loc);
     for (const SubcktDef& s : out_.subckts) subckts_.emplace(s.name, s.loc);
@@ -125,6 +126,7 @@ class YamlParser {
 
  private:
   const DeviceCatalog& cat_;
+  const AnalysisCatalog* analyses_;  // extension analysis kinds, may be null
   ParsedNetlist& out_;
   Status st_;
   std::deque<SrcFile> files_;
@@ -693,8 +695,15 @@ class YamlParser {
     } else if (t == "ac") {
       a.kind = AnalysisSpec::Kind::Ac;
       allowed = {"variation", "points", "fstart", "fstop"};
+    } else if (const AnalysisType* ext = analyses_ ? analyses_->find(t) : nullptr) {
+      return extension(*ext, es, a);
     } else {
-      return err(tl, fmt::format("unknown analysis type '{}'; expected op, dc, tran or ac", t));
+      std::string kinds = "op, dc, tran or ac";
+      if (analyses_ && !analyses_->all().empty()) {
+        kinds = "op, dc, tran, ac";
+        for (const AnalysisType* x : analyses_->all()) kinds += ", " + x->name;
+      }
+      return err(tl, fmt::format("unknown analysis type '{}'; expected {}", t, kinds));
     }
     std::string what = fmt::format("{} analysis", t);
     std::map<std::string, const Entry*> by_key;
@@ -723,6 +732,7 @@ class YamlParser {
     };
     switch (a.kind) {
       case AnalysisSpec::Kind::Op:
+      case AnalysisSpec::Kind::Extension:  // handled above
         return true;
       case AnalysisSpec::Kind::Tran: {
         bool ok = req("tstep", a.tstep) && req("tstop", a.tstop) && opt("tstart", a.tstart) && opt("tmax", a.tmax);
@@ -756,6 +766,36 @@ class YamlParser {
       }
       case AnalysisSpec::Kind::Dc:
         return dc(by_key, nl, a);
+    }
+    return true;
+  }
+
+  // An extension analysis: every key but `type` must name a parameter of its table (or an alias); List
+  // parameters take a YAML list or one value, the others one value. Values stay unevaluated.
+  bool extension(const AnalysisType& type, const std::vector<Entry>& es, AnalysisSpec& a) {
+    a.kind = AnalysisSpec::Kind::Extension;
+    a.type = &type;
+    const std::string what = fmt::format("{} analysis", type.name);
+    for (const Entry& e : es) {
+      if (e.key == "type") continue;
+      const ParamSpec* spec = nullptr;
+      for (const ParamSpec& p : type.params)
+        if (e.key == p.name || (p.alias && e.key == p.alias)) spec = &p;
+      if (!spec) {
+        std::string list;
+        for (const ParamSpec& p : type.params) list += fmt::format("{}{}", list.empty() ? "" : ", ", p.name);
+        return err(loc(e.key_node), fmt::format("unknown key '{}' in {}; expected one of: {}", e.key, what, list));
+      }
+      if (e.value.IsMap())
+        return err(loc(e.value, loc(e.key_node)),
+                   fmt::format("expected a value for '{}' of the {}, got {}", e.key, what, node_kind(e.value)));
+      if (e.value.IsSequence() && spec->kind != ParamKind::List)
+        return err(loc(e.value, loc(e.key_node)),
+                   fmt::format("expected a single value for '{}' of the {}, got a list", e.key, what));
+      ParamAssign pa;
+      if (!param(e, what, pa)) return false;
+      pa.name = spec->name;
+      a.args.push_back(std::move(pa));
     }
     return true;
   }
@@ -892,10 +932,11 @@ class YamlParser {
   }
 };
 
-Status run_yaml(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out) {
+Status run_yaml(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out,
+                const AnalysisCatalog* analyses) {
   out = ParsedNetlist{};
   out.file = name;
-  YamlParser p(cat, out);
+  YamlParser p(cat, out, analyses);
   p.parse_text(name, text, true, 0);
   return p.status();
 }
@@ -903,17 +944,23 @@ Status run_yaml(const std::string& text, const std::string& name, const DeviceCa
 }  // namespace
 
 Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
-                         ParsedNetlist& out) {
-  return run_yaml(text, pseudo_name, cat, out);
+                         ParsedNetlist& out, const AnalysisCatalog* analyses) {
+  return run_yaml(text, pseudo_name, cat, out, analyses);
 }
 
-Status parse_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out) {
+Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                         ParsedNetlist& out) {
+  return run_yaml(text, pseudo_name, cat, out, nullptr);
+}
+
+Status parse_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out,
+                  const AnalysisCatalog* analyses) {
   std::string text, why;
   if (!detail::read_text_file(path, text, why)) {
     out = ParsedNetlist{};
     return Status::input(fmt::format("cannot open netlist '{}': {}", path, why));
   }
-  return run_yaml(text, path, cat, out);
+  return run_yaml(text, path, cat, out, analyses);
 }
 
 namespace detail {

@@ -14,6 +14,7 @@
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
 #include "engine/newton.hpp"
+#include "nn/model_io.hpp"
 #include "nn/netlist_builder.hpp"
 
 namespace anasim::nn {
@@ -187,6 +188,8 @@ Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib
   long same = 0;
   for (int i = 0; i < n; ++i) same += digital[i] == analog[i];
   rep.agreement = n > 0 ? static_cast<double>(same) / n : 0.0;
+  rep.digital_class.assign(digital.begin(), digital.begin() + n);
+  rep.analog_class.assign(analog.begin(), analog.begin() + std::min<std::size_t>(analog.size(), n));
   if (rep.stats.failures > 0)
     return Status::numerical(fmt::format("the fast evaluator did not converge on {} of {} images",
                                          rep.stats.failures, n));
@@ -194,6 +197,46 @@ Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib
     rep.has_reference = true;
     if (Status st = compare_reference(hw, fe, test.images, reference, rep.reference, warm_reference); !st) return st;
   }
+  return {};
+}
+
+Status load_eval_setup(const std::string& model, bool keras, DatasetKind kind, const std::string& data_dir,
+                       EvalSetup& s) {
+  Status ld = keras ? import_keras(model, s.net) : load_model(model, s.net, nullptr);
+  if (!ld) return ld;
+  if (Status st = find_data_dir(kind, data_dir, false, s.dir); !st) return st;
+  if (Status st = load_split(s.dir, Split::Test, s.test); !st) return st;
+  if (s.test.images.cols() != s.net.inputs())
+    return Status::input(fmt::format("{}: the model has {} inputs, the images {} pixels", model, s.net.inputs(),
+                                     s.test.images.cols()));
+  if (s.net.outputs() < 10)
+    return Status::input(fmt::format("{}: the model has {} outputs, {} has 10 classes", model, s.net.outputs(),
+                                     dataset_name(kind)));
+  std::string ti, tl;
+  s.train = Dataset{};
+  if (!split_files(s.dir, Split::Train, ti, tl).ok() || !load_split(s.dir, Split::Train, s.train).ok()) {
+    s.train = Dataset{};
+    ld.warnings.push_back(fmt::format("no training images in {}; calibrating on the test images", s.dir));
+  }
+  return ld;
+}
+
+Status parse_mc_sweep(const std::string& text, const HardwareConfig& cfg, McOptions& opt) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size())
+    return Status::input(fmt::format("a sweep is PARAM=v1,v2,..., got '{}'", text));
+  opt.sweep_param = text.substr(0, eq);
+  opt.sweep_values.clear();
+  const std::string rest = text.substr(eq + 1);
+  for (size_t p = 0; p <= rest.size();) {
+    const size_t q = std::min(rest.find(',', p), rest.size());
+    if (q > p) opt.sweep_values.push_back(rest.substr(p, q - p));
+    p = q + 1;
+  }
+  if (opt.sweep_values.empty()) return Status::input(fmt::format("the sweep '{}' lists no values", text));
+  HardwareConfig probe = cfg;
+  for (const auto& v : opt.sweep_values)
+    if (Status st = set_hardware_param(probe, opt.sweep_param, v); !st) return st;
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include "nn/dataset.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
+#include "nn/mlp.hpp"
 
 namespace anasim::nn {
 
@@ -51,7 +52,27 @@ struct EvalReport {
   int opamps = 0;
   bool has_reference = false;
   ReferenceReport reference;
+  std::vector<int> digital_class;  // per evaluated sample: class predicted by the float network
+  std::vector<int> analog_class;   // per evaluated sample: class read from the mapped circuit's ADC codes
 };
+
+// What the hardware drivers need: model, hardware, test split and calibration images.
+struct EvalSetup {
+  Mlp net;
+  HardwareConfig cfg;
+  Dataset test;
+  Dataset train;                  // empty when the data directory has no training split
+  std::string dir;                // data directory used
+  // Calibration images: the training split, else the test split.
+  const MatrixRf& calib() const { return train.size() > 0 ? train.images : test.images; }
+};
+
+// Loads the model (anasim-mlp-1, or Keras when `keras`) and the test split of `kind` from the first data
+// directory of data_dir_candidates(kind, data_dir) (--data, else $ANASIM_DATA, else the defaults; the error lists
+// every place searched), plus the training split for calibration when present (else a warning in the returned
+// Status). s.cfg is left as the caller set it. Input errors for missing files and size mismatches.
+Status load_eval_setup(const std::string& model, bool keras, DatasetKind kind, const std::string& data_dir,
+                       EvalSetup& s);
 
 // Maps `net` with `cfg` (calibrated on `calib`), draws the static mismatch of cfg.seed (trial 0), evaluates the
 // first `samples` test images (0 = all) through the fast evaluator and, with reference > 0, compares the first
@@ -83,6 +104,10 @@ struct McReport {
   double seconds = 0;
   double seconds_per_trial = 0;
 };
+
+// Parses a sweep "PARAM=v1,v2,..." into opt.sweep_param / opt.sweep_values and checks every value against
+// `cfg` (set_hardware_param on a copy), so a long run does not stop at its last point. Input errors.
+Status parse_mc_sweep(const std::string& text, const HardwareConfig& cfg, McOptions& opt);
 
 // Runs trials x sweep points. `progress(done, total, seconds_so_far)` (may be empty) is called after each trial.
 Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test,

@@ -1,6 +1,7 @@
 // Every example netlist (data/examples/*.yaml) runs in anasim and, exported with `anasim export --spice`, in
 // ngspice 39; every analysis must agree: op/dc to 1e-6 relative + 1 nV (1 pA), tran/ac to 1e-3 of the signal's
-// range. Files that are not netlists (hardware configurations: no `devices:`) are skipped.
+// range. Files without a circuit (no `devices:`: hardware configurations, netlists of nn analyses only) are
+// skipped; the nn analyses are covered by test_nn_analyses.cpp.
 // The exported op-amp decks (opamp_*.yaml: B sources) are also read back by anasim itself: the deck must agree
 // with ngspice as above and, both run at tight Newton tolerances, give the YAML's results (op/dc to 1e-9
 // relative, tran to 1e-6 of the signal's range).
@@ -10,6 +11,7 @@
 #include <vector>
 #include "engine/parse.hpp"
 #include "engine/simulate.hpp"
+#include "nn/analyses.hpp"
 #include "tests/ngspice_helpers.hpp"
 
 using namespace anasim;
@@ -26,7 +28,9 @@ std::vector<std::string> example_files() {
   for (const auto& e : fs::directory_iterator(kExamples)) {
     if (e.path().extension() != ".yaml") continue;
     ParsedNetlist pn;
-    if (parse_yaml(e.path().string(), builtin_catalog(), pn).ok() && pn.devices.empty()) continue;
+    AnalysisCatalog analyses;  // the extension analyses `anasim run` offers
+    nn::add_analyses(analyses, "");
+    if (parse_yaml(e.path().string(), builtin_catalog(), pn, &analyses).ok() && pn.devices.empty()) continue;
     files.push_back(e.path().filename().string());
   }
   std::sort(files.begin(), files.end());
