@@ -64,8 +64,10 @@ double Integrator::lte_step(const Options& opt, Integration method, int order) c
   for (int k = 0; k < m; ++k) c[k][k] = 1.0;
   for (int k = 0; k <= order; ++k) dt[k] = h_[k];
   for (int j = order;;) {
-    for (int k = 0; k <= j; ++k)
-      for (int i = 0; i < m; ++i) c[k][i] = (c[k][i] - c[k + 1][i]) / dt[k];
+    for (int k = 0; k <= j; ++k) {
+      const double inv = 1 / dt[k];
+      for (int i = k; i < m; ++i) c[k][i] = (c[k][i] - c[k + 1][i]) * inv;  // c[k][i] = 0 for i < k
+    }
     if (--j < 0) break;
     for (int k = 0; k <= j; ++k) dt[k] = dt[k + 1] + h_[k];
   }
