@@ -130,6 +130,7 @@ bool SparseLU<T>::full_factor(const T* Ax) {
   inv_rs_.assign(n_, 1.0);
   if (numeric_->Rs)
     for (int k = 0; k < n_; ++k) inv_rs_[k] = 1.0 / numeric_->Rs[k];
+  scaled_ = true;
   return true;
 }
 
@@ -145,6 +146,7 @@ bool SparseLU<T>::factor(const T* Ax) {
     ok = klu_z_refactor(const_cast<int*>(Ap_), const_cast<int*>(Ai_), reinterpret_cast<double*>(const_cast<T*>(Ax)),
                         symbolic_, numeric_, &common_);
   ++n_refactor_;
+  scaled_ = false;
   if (!ok || common_.status != KLU_OK || rcond() < kRefactorRcondLimit) return full_factor(Ax);
   return true;
 }
@@ -157,7 +159,7 @@ double SparseLU<T>::rcond() {
   const T* udiag = static_cast<const T*>(numeric_->Udiag);
   double lo = INFINITY, hi = 0.0;
   for (int k = 0; k < n_; ++k) {
-    const double u = std::abs(udiag[k]) * inv_rs_[k];
+    const double u = std::abs(udiag[k]) * (scaled_ ? 1.0 : inv_rs_[k]);
     lo = std::min(lo, u);
     hi = std::max(hi, u);
   }

@@ -43,6 +43,7 @@ class SparseLU {
   klu_numeric* numeric_ = nullptr;
   int singular_col_ = -1;
   std::vector<double> inv_rs_;  // size n: 1 / row scale factor of the k-th pivot row, from the last full factor
+  bool scaled_ = false;         // the current LU is of the row-scaled matrix (full factor), not a refactor
   long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;
 };
 
