@@ -29,6 +29,7 @@ class Capacitor : public Device {
     y_.stamp(ctx.A, geq);
     i_.stamp(ctx.b, i - geq * v);
   }
+  void update_states(LoadContext& ctx) override { ctx.q[state_] = c_ * (ctx.v(up_) - ctx.v(un_)); }
   void init_uic(LoadContext& ctx) override {
     const double v = has_ic_ ? ic_ : ctx.v(up_) - ctx.v(un_);
     ctx.q[state_] = c_ * v;

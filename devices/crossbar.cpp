@@ -277,6 +277,10 @@ void Crossbar::load_ac(AcLoadContext& ctx) {
   for (const Cap& c : caps_) ctx.A[c.diag] += std::complex<double>(0.0, ctx.omega * c.c);
 }
 
+void Crossbar::update_states(LoadContext& ctx) {
+  for (const Cap& c : caps_) ctx.q[c.state] = c.c * ctx.v(c.u);
+}
+
 void Crossbar::init_uic(LoadContext& ctx) {
   for (const Cap& c : caps_) ctx.q[c.state] = c.c * ctx.v(c.u);
 }

@@ -81,6 +81,7 @@ class Crossbar : public Device {
   void declare(PatternBuilder& p) override;
   void load(LoadContext& ctx) override;
   void load_ac(AcLoadContext& ctx) override;
+  void update_states(LoadContext& ctx) override;
   void init_uic(LoadContext& ctx) override;
   void dc_paths(std::vector<NodePair>& out) const override;
 

@@ -31,6 +31,7 @@ class Inductor : public Device {
     ctx.A[br_br_] -= ctx.ag0 * l_;
     ctx.b[b_.rhs] += vl - ctx.ag0 * l_ * i;
   }
+  void update_states(LoadContext& ctx) override { ctx.q[state_] = l_ * ctx.v(br_); }
   void init_uic(LoadContext& ctx) override { ctx.q[state_] = l_ * (has_ic_ ? ic_ : 0.0); }
   void load_ac(AcLoadContext& ctx) override {
     b_.stamp_incidence(ctx.A);

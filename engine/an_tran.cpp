@@ -75,11 +75,15 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   double save_delta = tstop / 50;  // [s] the step before it was last cut to land on a breakpoint
   int order = 1;
   const int maxorder = opt.method == Integration::BackwardEuler ? 1 : opt.maxord;
-  std::vector<double> x_acc = s.x();
+  // Accepted solutions; the predictor's guess starts each step's Newton (nonlinear circuits: a linear
+  // circuit is one solve whatever the start).
+  Predictor pred(s.x().size());
+  pred.accept(s.x(), 0.0);
   double bp = next_break(0.0);
   bool at_break = true;  // t is a breakpoint (t = 0 counts as one)
   bool first = true;
   long accepted = 0, rejected = 0;
+  double step = 0.0;  // [s] size of the step just accepted
   while (tstop - t >= min_break) {
     delta = std::min(delta, tmax);
     if (at_break) {
@@ -97,6 +101,10 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
       ctx.mode = LoadContext::Mode::Tran;
       ctx.time = hits_break ? bp : t + delta;  // land on the breakpoint bit-exactly
       integ.prepare(ctx, opt.method, order, delta);
+      if (c.nonlinear() && !first) {
+        pred.predict(delta, s.x());
+        ctx.x = s.x().data();
+      }
       Status st = s.newton(opt.itl4, false);
       double newdelta = delta;
       bool ok = st.ok();
@@ -121,11 +129,12 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
       }
       if (ok) {
         t = hits_break ? bp : t + delta;
+        step = delta;
         delta = newdelta;
         break;
       }
       // Rejected (no convergence, or truncation error too large): retry from t with a smaller step.
-      s.x() = x_acc;
+      s.x() = pred.last();
       s.ctx().x = s.x().data();
       ++rejected;
       hits_break = false;
@@ -140,10 +149,11 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
         }
       }
     }
-    first = false;
     ++accepted;
     integ.accept();
-    x_acc = s.x();
+    // With uic the t = 0 unknowns were not solved for, so the first step is not extrapolated over.
+    pred.accept(s.x(), first && a.uic ? 0.0 : step);
+    first = false;
     record(t);
     at_break = t >= bp;
     if (at_break) bp = next_break(t);

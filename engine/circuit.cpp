@@ -157,7 +157,12 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   }
 
   CircuitBuilder b(*this);
-  for (auto& d : devices_) d->allocate(b);
+  state_devices_.clear();
+  for (auto& d : devices_) {
+    const int before = n_states_;
+    d->allocate(b);
+    if (n_states_ > before) state_devices_.push_back(d.get());
+  }
   for (auto& d : devices_) d->declare(b);
   for (size_t k = 0; k < fn.devices.size(); ++k) {
     const auto& fd = fn.devices[k];

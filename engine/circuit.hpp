@@ -26,6 +26,8 @@ class Circuit {
   bool nonlinear() const { return nonlinear_; }
   const std::vector<UnknownInfo>& unknowns() const { return unknowns_; }
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  // The devices that allocated integration states, in device order.
+  const std::vector<Device*>& state_devices() const { return state_devices_; }
   Device* find_device(const std::string& name) const;
   UnknownIndex node_unknown(NodeId n) const { return n.v == 0 ? UnknownIndex() : node_unknown_[n.v]; }
   const std::vector<std::string>& node_names() const { return node_names_; }
@@ -40,6 +42,7 @@ class Circuit {
  private:
   friend class CircuitBuilder;
   std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<Device*> state_devices_;  // subset of devices_ (not owning)
   std::vector<UnknownInfo> unknowns_;
   std::vector<std::string> node_names_;
   std::vector<UnknownIndex> node_unknown_;

@@ -107,6 +107,10 @@ class Device {
   virtual bool nonlinear() const { return false; }
   // Stamps the linearised equations at ctx.x. Must not allocate.
   virtual void load(LoadContext& ctx) = 0;
+  // Writes the device's integration states (ctx.q: charge [C], flux [Wb]) at ctx.x as load() would, without
+  // stamping; called only on devices that allocated states, after the single solve of a linear circuit's
+  // Newton step. Default: load() (its stamps are discarded).
+  virtual void update_states(LoadContext& ctx) { load(ctx); }
   // Stamps the small-signal model linearised at the last load(); default: device has no AC stamp.
   virtual void load_ac(AcLoadContext&) {}
   // Sets initial states for a uic transient (charge from IC or from x); called once at t = 0.

@@ -55,27 +55,44 @@ double Integrator::lte_step(const Options& opt, Integration method, int order) c
   const double trap_c[2] = {0.5, 1.0 / 12.0};
   const double gear_c[2] = {0.5, 2.0 / 9.0};
   const double factor = (method == Integration::Gear2 ? gear_c : trap_c)[order - 1];
-  double best = INFINITY;
-  double diff[4], dt[4];
-  for (int s = 0; s < n_; ++s) {
-    const double volttol = opt.abstol + opt.reltol * std::max(std::fabs(i_[0][s]), std::fabs(i_[1][s]));
-    double chargetol = std::max(std::fabs(q_[0][s]), std::fabs(q_[1][s]));
-    chargetol = opt.reltol * std::max(chargetol, opt.chgtol) / h_[0];
-    const double tol = std::max(volttol, chargetol);
-    // Divided differences of q over the last order+2 points.
-    for (int k = 0; k <= order + 1; ++k) diff[k] = q_[k][s];
-    for (int k = 0; k <= order; ++k) dt[k] = h_[k];
-    int j = order;
-    for (;;) {
-      for (int k = 0; k <= j; ++k) diff[k] = (diff[k] - diff[k + 1]) / dt[k];
-      if (--j < 0) break;
-      for (int k = 0; k <= j; ++k) dt[k] = dt[k + 1] + h_[k];
+  // The divided difference of q over the last order + 2 points, q[t0, ..., t_{order+1}], is a linear
+  // combination sum_k c[k] q_k whose weights depend only on the step sizes: run SPICE's divided-difference
+  // recursion once on unit vectors (c[j][k] = weight of q_k in the j-th difference) instead of per state.
+  const int m = order + 2;  // points
+  double c[4][4] = {};
+  double dt[4];
+  for (int k = 0; k < m; ++k) c[k][k] = 1.0;
+  for (int k = 0; k <= order; ++k) dt[k] = h_[k];
+  for (int j = order;;) {
+    for (int k = 0; k <= j; ++k) {
+      const double inv = 1 / dt[k];
+      for (int i = k; i < m; ++i) c[k][i] = (c[k][i] - c[k + 1][i]) * inv;  // c[k][i] = 0 for i < k
     }
-    double del = opt.trtol * tol / std::max(opt.abstol, factor * std::fabs(diff[0]));
-    if (order == 2) del = std::sqrt(del);
-    best = std::min(best, del);
+    if (--j < 0) break;
+    for (int k = 0; k <= j; ++k) dt[k] = dt[k + 1] + h_[k];
   }
-  return best;
+  // Fold in the error constant: err_s = |sum_k w[k] q_k[s]| is factor * |divided difference|.
+  double w[4] = {};
+  for (int k = 0; k < m; ++k) w[k] = factor * c[0][k];
+  const double* q0 = q_[0].data();
+  const double* q1 = q_[1].data();
+  const double* q2 = q_[2].data();
+  const double* q3 = q_[3].data();
+  const double* i0 = i_[0].data();
+  const double* i1 = i_[1].data();
+  const double rel_h = opt.reltol / h_[0];
+  // Largest ratio err / (trtol * tol) over the states; the step is then its inverse (its root at order 2).
+  double worst = 0.0;
+  for (int s = 0; s < n_; ++s) {
+    const double volttol = opt.abstol + opt.reltol * std::max(std::fabs(i0[s]), std::fabs(i1[s]));
+    const double chargetol = rel_h * std::max(std::max(std::fabs(q0[s]), std::fabs(q1[s])), opt.chgtol);
+    const double tol = std::max(volttol, chargetol);
+    double d = w[0] * q0[s] + w[1] * q1[s] + w[2] * q2[s];
+    if (order == 2) d += w[3] * q3[s];
+    worst = std::max(worst, std::max(opt.abstol, std::fabs(d)) / tol);
+  }
+  const double del = opt.trtol / worst;
+  return order == 2 ? std::sqrt(del) : del;
 }
 
 void Integrator::accept() {
@@ -88,6 +105,30 @@ void Integrator::accept() {
   h_[2] = h_[1];
   h_[1] = h_[0];
   valid_ = std::min(valid_ + 1, 3);
+}
+
+Predictor::Predictor(size_t size) {
+  x_[0].assign(size, 0.0);
+  x_[1].assign(size, 0.0);
+}
+
+void Predictor::accept(const std::vector<double>& x, double h) {
+  std::swap(x_[0], x_[1]);
+  x_[0] = x;
+  h1_ = h;
+  have_old_ = h > 0.0;
+}
+
+void Predictor::predict(double h, std::vector<double>& x) const {
+  if (!have_old_) {
+    x = x_[0];
+    return;
+  }
+  const double xfact = h / h1_;
+  const double* x1 = x_[0].data();
+  const double* x2 = x_[1].data();
+  x.resize(x_[0].size());
+  for (size_t u = 0; u < x.size(); ++u) x[u] = x1[u] + xfact * (x1[u] - x2[u]);
 }
 
 }  // namespace anasim

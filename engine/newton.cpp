@@ -103,8 +103,9 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
       std::swap(x_, xnew_);
       ctx_.x = x_.data();
       // The load above recorded device states (charges, fluxes) at the starting iterate; re-evaluate them
-      // at the solution, or the integrator's history is one step stale (trapezoidal then diverges).
-      if (c_.n_states() > 0) load();
+      // at the solution, or the integrator's history is one step stale (trapezoidal then diverges). Only the
+      // devices with states, and without stamping: no second load of the whole circuit per timestep.
+      for (Device* d : c_.state_devices()) d->update_states(ctx_);
       return {};
     }
     bool converged = !ctx_.noncon && iter > 1;

