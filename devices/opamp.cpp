@@ -11,6 +11,7 @@
 #include <cmath>
 #include <string>
 #include <fmt/format.h>
+#include "devices/opamp_model.hpp"
 #include "devices/registry.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/stamps.hpp"
@@ -63,11 +64,13 @@ const Part kParts[] = {
     {"opa1611", 3.16e6, 40e6, 27, 100e-6, 60e-9, 20e3, 40, 30e-3, 120, 3.6e-3, 0.6, 0.6},
 };
 
-// Fixed shape constants of the model.
-constexpr double kHs = 0.05;       // [V] level 1: half-swing floor (softplus) when the rails collapse
-constexpr double kVs = 10e-3;      // [V] level 2: knee width of the rail clamp at the pole node
-constexpr double kIsplit = 1e-8;   // [A] supply split of the output current: crossover width
-constexpr double kCpole = 1e-9;    // [F] level 2: pole capacitor (sets the internal current scale only)
+// Shape constants, coefficients and the scalar helpers live in opamp_model.hpp (shared with nn/fast_eval.cpp).
+using opamp_model::kHs;
+using opamp_model::kVs;
+using opamp_model::kIsplit;
+using opamp_model::kCpole;
+using opamp_model::Coeffs;
+using opamp_model::limit_tanh_arg;
 
 // Controlling unknowns of the nonlinear currents: inputs, supplies, pole node, output.
 enum { cInp, cInn, cVcc, cVee, cP, cOut, kNc };
@@ -167,15 +170,6 @@ Sym plain_tanh(const Sym& x, int) { return x.is_const ? Sym(std::tanh(x.c)) : Sy
 
 // ---- the model equations, for T = Dual or Sym; th(x, slot) is tanh (slot: its limiting state) ------
 
-// Derived constants of one instance.
-struct Coeffs {
-  int level = 2;
-  bool supplied = false;             // supply pins connected: rails follow v(vcc), v(vee)
-  double a0, vos, ib, rin, rout, ilim, iq, hd_hi, hd_lo, vpos, vneg;
-  double kcm = 0;                    // common-mode gain / differential gain (10^(-cmrr/20))
-  double imax = 0, vsr = 0, r1 = 0;  // level 2: slew current [A], slewing input voltage [V], pole resistor [ohm]
-  double gcl = 0;                    // level 2: rail clamp current scale [A] (conductance gcl / kVs)
-};
 
 template <class T> struct Pins {
   T inp, inn, vcc, vee, p, out;  // [V]; vcc/vee are the vpos/vneg constants without supply pins
@@ -225,23 +219,6 @@ template <class T, class Th> T level2_iout(const Coeffs& c, const Pins<T>& x, Th
 // Share of the output current io drawn from vcc (the rest comes from vee) [A].
 template <class T> T from_vcc(const T& io) { return T(0.5) * (io + sqrt(io * io + T(kIsplit * kIsplit))); }
 
-// Newton step limiting for a tanh argument (in the manner of SPICE's fetlim): on the flat tails the tangent
-// carries no information, so an argument heading into a tail at most doubles per iteration (from inside the
-// linear region it stops at +-kLin), and one heading into the opposite tail restarts from 0, the linear model.
-// Returns the argument to evaluate at; `limited` tells whether it differs from xnew.
-double limit_tanh_arg(double xnew, double xold, bool& limited) {
-  constexpr double kLin = 2.0;
-  limited = false;
-  if (std::fabs(xnew) <= kLin) return xnew;
-  double bound = 0;
-  if (xnew > 0 && xold >= 0) bound = std::max(2 * xold, kLin);
-  if (xnew < 0 && xold <= 0) bound = std::min(2 * xold, -kLin);
-  if (xnew > 0 ? xnew > bound : xnew < bound) {
-    limited = true;
-    return bound;
-  }
-  return xnew;
-}
 
 // ---- the device ---------------------------------------------------------------------------------
 
@@ -420,28 +397,24 @@ class Opamp : public Device {
 double param(const FlatDevice& fd, int i) { return fd.params.has(i) ? fd.params[i] : fd.model[i]; }
 
 Coeffs coeffs(const FlatDevice& fd) {
-  Coeffs c;
-  c.level = static_cast<int>(param(fd, kLevel));
-  c.supplied = fd.nodes.size() == 5;
-  c.a0 = param(fd, kA0);
-  c.vos = param(fd, kVos);
-  c.ib = param(fd, kIb);
-  c.rin = param(fd, kRin);
-  c.rout = param(fd, kRout);
-  c.ilim = param(fd, kIlim);
-  c.iq = param(fd, kIq);
-  c.hd_hi = param(fd, kHdHi);
-  c.hd_lo = param(fd, kHdLo);
-  c.vpos = param(fd, kVpos);
-  c.vneg = param(fd, kVneg);
-  const double cmrr = param(fd, kCmrr);
-  c.kcm = std::isfinite(cmrr) ? std::pow(10.0, -cmrr / 20) : 0.0;
-  const double gm = 2 * M_PI * param(fd, kGbw) * kCpole;  // [S] input-stage transconductance
-  c.imax = param(fd, kSr) * 1e6 * kCpole;
-  c.vsr = c.imax / gm;
-  c.r1 = c.a0 / gm;
-  c.gcl = c.imax / std::log(2.0);  // the clamp absorbs imax with the pole node at the rail
-  return c;
+  opamp_model::Params p;
+  p.level = static_cast<int>(param(fd, kLevel));
+  p.supplied = fd.nodes.size() == 5;
+  p.a0 = param(fd, kA0);
+  p.gbw = param(fd, kGbw);
+  p.sr = param(fd, kSr);
+  p.vos = param(fd, kVos);
+  p.ib = param(fd, kIb);
+  p.rin = param(fd, kRin);
+  p.rout = param(fd, kRout);
+  p.ilim = param(fd, kIlim);
+  p.cmrr = param(fd, kCmrr);
+  p.iq = param(fd, kIq);
+  p.hd_hi = param(fd, kHdHi);
+  p.hd_lo = param(fd, kHdLo);
+  p.vpos = param(fd, kVpos);
+  p.vneg = param(fd, kVneg);
+  return opamp_model::coeffs(p);
 }
 
 class OpampType : public DeviceType {

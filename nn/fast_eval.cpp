@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 #include <cholmod.h>
+#include "devices/opamp_model.hpp"
 #include <Eigen/Dense>
 #include <xmmintrin.h>
 
@@ -24,66 +25,52 @@ const bool kDebug = std::getenv("ANASIM_NN_DEBUG") != nullptr;
 const bool kTrace = std::getenv("ANASIM_NN_TRACE") != nullptr;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// ---- device equations at DC (mirroring devices/opamp.cpp, devices/diode.cpp) ------------------------------
+// ---- device equations at DC (devices/opamp_model.hpp; diode as devices/diode.cpp) ----------------------------
 
-constexpr double kHs = 0.05;      // opamp.cpp: level 1 half-swing floor
-constexpr double kVs = 10e-3;     // opamp.cpp: level 2 rail-clamp knee
-constexpr double kCpole = 1e-9;   // opamp.cpp: level 2 pole capacitor
+using opamp_model::kVs;
+using opamp_model::limit_tanh_arg;
+using opamp_model::softplus;
+using opamp_model::softplus_d;
 constexpr double kGmin = 1e-12;   // [S] junction gmin (Options::gmin of build_netlist's netlist)
 constexpr double kBoltz = 1.38064852e-23, kCharge = 1.6021766208e-19, kTemp = 300.15;  // diode.cpp
 
-// ln(1 + e^x) and its derivative as opamp.cpp evaluates them; below -746 exp underflows to 0 and both are exactly
-// 0 (the rail clamp far from the rails), without the calls.
-double softplus(double x) {
-  if (x < -746.0) return 0.0;
-  return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)));
-}
-double softplus_d(double x) {
-  if (x < -746.0) return 0.0;
-  const double e = std::exp(-std::fabs(x));
-  return x >= 0 ? 1 / (1 + e) : e / (1 + e);
-}
-
-// opamp.cpp limit_tanh_arg: on the flat tails an argument may at most double per iteration.
-double limit_tanh_arg(double xnew, double xold, bool& limited) {
-  constexpr double kLin = 2.0;
-  limited = false;
-  if (std::fabs(xnew) <= kLin) return xnew;
-  double bound = 0;
-  if (xnew > 0 && xold >= 0) bound = std::max(2 * xold, kLin);
-  if (xnew < 0 && xold <= 0) bound = std::min(2 * xold, -kLin);
-  if (xnew > 0 ? xnew > bound : xnew < bound) {
-    limited = true;
-    return bound;
-  }
-  return xnew;
-}
-
-// DC coefficients of the op-amps (opamp.cpp coeffs(), no supply pins, non-inverting input grounded).
+// DC coefficients of the op-amps (opamp_model::coeffs with fixed rails, non-inverting input grounded).
 struct OpampDc {
   int level = 1;
   double a0, ib, rin, rout, ilim, vhi, vlo, vmid, vhalf, kcm, imax, vsr, r1, gcl;
 };
 
 OpampDc opamp_dc(const HardwareConfig& cfg) {
+  opamp_model::Params p;
+  p.level = static_cast<int>(opamp_param(cfg, "level"));
+  p.a0 = opamp_param(cfg, "a0");
+  p.gbw = opamp_param(cfg, "gbw");
+  p.sr = opamp_param(cfg, "sr");
+  p.vos = 0.0;  // per instance (HardwareInstance offsets)
+  p.ib = opamp_param(cfg, "ib");
+  p.rin = opamp_param(cfg, "rin");
+  p.rout = opamp_param(cfg, "rout");
+  p.ilim = opamp_param(cfg, "ilim");
+  p.cmrr = opamp_param(cfg, "cmrr");
+  p.iq = 0.0;  // supply current: no supply pins in the mapped circuit
+  p.hd_hi = opamp_param(cfg, "headroom_hi");
+  p.hd_lo = opamp_param(cfg, "headroom_lo");
+  p.vpos = opamp_param(cfg, "vpos");
+  p.vneg = opamp_param(cfg, "vneg");
+  const opamp_model::Coeffs c = opamp_model::coeffs(p);
   OpampDc o;
-  o.level = static_cast<int>(opamp_param(cfg, "level"));
-  o.a0 = opamp_param(cfg, "a0");
-  o.ib = opamp_param(cfg, "ib");
-  o.rin = opamp_param(cfg, "rin");
-  o.rout = opamp_param(cfg, "rout");
-  o.ilim = opamp_param(cfg, "ilim");
-  o.vhi = opamp_param(cfg, "vpos") - opamp_param(cfg, "headroom_hi");
-  o.vlo = opamp_param(cfg, "vneg") + opamp_param(cfg, "headroom_lo");
-  o.vmid = 0.5 * (o.vhi + o.vlo);
-  o.vhalf = kHs * softplus((0.5 / kHs) * (o.vhi - o.vlo));
-  const double cmrr = opamp_param(cfg, "cmrr");
-  o.kcm = std::isfinite(cmrr) ? std::pow(10.0, -cmrr / 20) : 0.0;
-  const double gm = 2 * M_PI * opamp_param(cfg, "gbw") * kCpole;
-  o.imax = opamp_param(cfg, "sr") * 1e6 * kCpole;
-  o.vsr = o.imax / gm;
-  o.r1 = o.a0 / gm;
-  o.gcl = o.imax / std::log(2.0);
+  o.level = c.level;
+  o.a0 = c.a0;
+  o.ib = c.ib;
+  o.rin = c.rin;
+  o.rout = c.rout;
+  o.ilim = c.ilim;
+  opamp_model::fixed_swing(c, o.vhi, o.vlo, o.vmid, o.vhalf);
+  o.kcm = c.kcm;
+  o.imax = c.imax;
+  o.vsr = c.vsr;
+  o.r1 = c.r1;
+  o.gcl = c.gcl;
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <regex>
 #include "engine/integrator.hpp"
 #include "tests/circuit_helpers.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 using namespace anasim::test;
@@ -30,7 +31,7 @@ double rc_step_exact(double t) {
   return 1 - (1 - v_tr) * std::exp(-(t - tr) / tau);
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+using test_support::contains;
 
 // True if a message refers to the matrix by a bare index ("unknown 3", "row 2", "column #1", "an unknown").
 bool names_an_index(const std::string& msg) {

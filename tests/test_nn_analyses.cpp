@@ -18,6 +18,7 @@
 #include "nn/analyses.hpp"
 #include "nn/model_io.hpp"
 #include "tests/nn_test_support.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 using namespace anasim::nn_test;
@@ -25,14 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("anasim_nn_analyses_{}_{}", name, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("nn_analyses", name); }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 // A model file and an 8x8 data set in `dir` (m.h5, IDX files), and a hardware config hw.yaml.
 void write_fixture(const fs::path& dir) {

@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include "nn/dataset.hpp"
 #include "nn/idx.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 using namespace anasim::nn;
@@ -18,21 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh, empty scratch directory under a per-process root; the root is removed when the program exits.
-fs::path scratch(const std::string& name) {
-  struct Root {
-    fs::path dir = fs::temp_directory_path() / ("anasim_test_nn_data_" + std::to_string(::getpid()));
-    ~Root() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  };
-  static Root root;
-  fs::path d = root.dir / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("nn_data", name); }
 
 void put_be32(std::vector<unsigned char>& b, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<unsigned char>(v >> s));
@@ -86,7 +73,7 @@ void write_dataset(const fs::path& dir, int n_train, int n_test, bool gz) {
   w("t10k-labels-idx1-ubyte", idx_bytes(0x801, {std::uint32_t(n_test)}, labels(n_test)));
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 // Sets or clears an environment variable for the lifetime of the object, then restores it.
 class EnvGuard {

@@ -22,6 +22,7 @@
 #include "nn/model_io.hpp"
 #include "nn/netlist_builder.hpp"
 #include "tests/nn_test_support.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 using namespace anasim::nn;
@@ -30,14 +31,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("anasim_nn_mapping_{}_{}", name, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("nn_mapping", name); }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 // Ideal hardware: no wire, driver or sink resistance, ideal op-amps (level 0), analog conductances, no mismatch,
 // and ADCs fine enough not to matter.

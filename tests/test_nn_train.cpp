@@ -15,6 +15,7 @@
 #include "nn/mlp.hpp"
 #include "nn/model_io.hpp"
 #include "nn/train.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 using namespace anasim::nn;
@@ -22,22 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  struct Root {
-    fs::path dir = fs::temp_directory_path() / ("anasim_test_nn_train_" + std::to_string(::getpid()));
-    ~Root() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  };
-  static Root root;
-  fs::path d = root.dir / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("nn_train", name); }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 // n images of side x side pixels in 4 classes: a bright bar (row 2 or 6, or column 2 or 6) on a noisy
 // background. Linearly separable, and still recognisable after shifts of 1 pixel.

@@ -10,6 +10,7 @@
 #include <vector>
 #include <unistd.h>
 #include "engine/output.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 namespace fs = std::filesystem;
@@ -18,21 +19,7 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// A fresh, empty scratch directory under a per-process root; the root is removed when the program exits.
-fs::path scratch(const std::string& name) {
-  struct Root {
-    fs::path dir = fs::temp_directory_path() / ("anasim_test_output_" + std::to_string(::getpid()));
-    ~Root() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  };
-  static Root root;
-  fs::path d = root.dir / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("output", name); }
 
 RunResults sample() {
   RunResults r;

@@ -1,0 +1,31 @@
+// Helpers every test file may use: per-process scratch directories and substring checks.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <unistd.h>
+
+namespace anasim::test_support {
+
+// A fresh, empty directory <tmp>/anasim_tests_<pid>/<area>/<name>; the per-process root is removed when the test
+// program exits. `area` keeps the test files' names apart (one binary runs them all).
+inline std::filesystem::path scratch_dir(const std::string& area, const std::string& name) {
+  namespace fs = std::filesystem;
+  struct Root {
+    fs::path dir = fs::temp_directory_path() / ("anasim_tests_" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static Root root;
+  const fs::path d = root.dir / area / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// True if `part` occurs in `s`.
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace anasim::test_support
