@@ -4,8 +4,9 @@
 #include <cmath>
 #include <map>
 #include <random>
-#include <unordered_map>
+#include <string_view>
 #include <fmt/format.h>
+#include "engine/name_index.hpp"
 
 namespace anasim {
 
@@ -55,6 +56,12 @@ Status apply_tolerances(FlatDevice& fd, const std::vector<ParamAssign>& assigns,
   return {};
 }
 
+// k -> names[k], the name_of of a NameIndex over node names.
+struct NodeNameOf {
+  const std::vector<std::string>& names;
+  const std::string& operator()(size_t k) const { return names[k]; }
+};
+
 class Elaborator {
  public:
   Elaborator(const ParsedNetlist& pn, const DeviceCatalog& cat, FlatNetlist& out, const Variation* var)
@@ -65,6 +72,7 @@ class Elaborator {
     out_.file = pn_.file;
     out_.node_names = {"0"};
     node_ids_.clear();
+    names_.clear();
     for (const auto& p : pn_.params) {
       double v;
       if (p.values.size() != 1) return Status::input(fmt::format("parameter '{}' needs one value", p.name), p.loc);
@@ -77,8 +85,9 @@ class Elaborator {
     if (Status st = options(); !st) return st;
     ModelScope ms{&pn_.models, nullptr};
     out_.devices.reserve(pn_.devices.size());
-    names_.reserve(2 * pn_.devices.size());
-    node_ids_.reserve(2 * pn_.devices.size());
+    out_.node_names.reserve(pn_.devices.size() + 1);
+    names_.reserve(pn_.devices.size());
+    node_ids_.reserve(pn_.devices.size());
     std::map<std::string, std::string> ports;  // top level: identity
     if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
     if (out_.devices.empty()) {
@@ -88,8 +97,8 @@ class Elaborator {
     }
     for (auto& fd : out_.devices) {
       if (fd.control.empty()) continue;
-      auto it = names_.find(fd.control);
-      const FlatDevice* c = it == names_.end() ? nullptr : &out_.devices[it->second];
+      const size_t k = names_.find(fd.control, names_of(out_.devices));
+      const FlatDevice* c = k == NameIndex::npos ? nullptr : &out_.devices[k];
       if (!c || (c->type->key != "v" && c->type->key != "l"))
         return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor",
                                          fd.type->long_name, fd.name, fd.control),
@@ -98,13 +107,13 @@ class Elaborator {
     }
     if (Status st = analyses(); !st) return st;
     for (const auto& ic : pn_.ics) {
-      auto it = node_ids_.find(ic.name);
-      if (it == node_ids_.end())
+      const size_t id = node_ids_.find(ic.name, NodeNameOf{out_.node_names});
+      if (id == NameIndex::npos)
         return Status::input(fmt::format(".ic names node '{}', which is not in the circuit", ic.name), ic.loc);
       double v;
       if (ic.values.size() != 1) return Status::input(".ic needs one value per node", ic.loc);
       if (Status st = evaluate_expr(ic.values[0].text, ic.values[0].loc, top_, v); !st) return st;
-      out_.ics.emplace_back(NodeId(it->second), v);
+      out_.ics.emplace_back(NodeId(static_cast<int>(id)), v);
     }
     out_.outputs = pn_.outputs;
     return {};
@@ -160,12 +169,14 @@ class Elaborator {
     return {};
   }
 
+
   // `name` is already mapped (map_node), so ground is spelled "0".
-  NodeId node(const std::string& name) {
+  NodeId node(std::string_view name) {
     if (name == "0") return NodeId(0);
-    auto [it, inserted] = node_ids_.emplace(name, static_cast<int>(out_.node_names.size()));
-    if (inserted) out_.node_names.push_back(name);
-    return NodeId(it->second);
+    const size_t next = out_.node_names.size();
+    auto [id, inserted] = node_ids_.try_emplace(name, next, NodeNameOf{out_.node_names});
+    if (inserted) out_.node_names.emplace_back(name);
+    return NodeId(static_cast<int>(id));
   }
 
   Status flatten(const std::vector<DeviceInstance>& devs, const std::string& prefix,
@@ -225,60 +236,76 @@ class Elaborator {
       if (!type->variadic_pins && inst.nodes.size() != type->pins.size())
         return Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
                                          type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()), inst.loc);
-      FlatDevice fd;
-      fd.name = full;
-      fd.type = type;
-      fd.loc = inst.loc;
-      fd.node_names.reserve(inst.nodes.size());
-      fd.nodes.reserve(inst.nodes.size());
-      for (const auto& n : inst.nodes) {
-        fd.node_names.push_back(map_node(n));
-        fd.nodes.push_back(node(fd.node_names.back()));
-      }
-      fd.params = default_params(type->params);
-      if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
+      // Built in place at the end of out_.devices (a netlist of 10^5 devices moves no FlatDevice); removed
+      // again if it is rejected.
+      FlatDevice& fd = out_.devices.emplace_back();
+      if (Status st = device(inst, *type, full, prefix, ports, map_node, scope, models, fd); !st) {
+        out_.devices.pop_back();
         return st;
-      if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
-      for (size_t i = 0; i < type->params.size(); ++i) {
-        if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
-            type->params[i].kind == ParamKind::Real)
-          return Status::input(fmt::format("{} '{}' needs a value for '{}' ({})", type->long_name, inst.name,
-                                           type->params[i].name, type->params[i].description), inst.loc);
       }
-      if (type->needs_control) {
-        if (inst.model.empty())
-          return Status::input(fmt::format("{} '{}' needs a controlling voltage source", type->long_name, inst.name),
-                               inst.loc);
-        fd.control = prefix + inst.model;
-        fd.control_loc = inst.model_loc;
-      }
-      if (!type->model_type.empty()) {
-        fd.model = default_params(type->model_params);
-        if (!inst.model.empty()) {
-          const ModelDef* md = models.find(inst.model);
-          if (!md && type->builtin_model(inst.model, fd.model)) {
-            fd.model_name = inst.model;
-          } else if (!md) {
-            const auto parts = type->builtin_model_names();
-            return Status::input(fmt::format("undefined model '{}' for {} '{}'{}", inst.model, type->long_name, inst.name,
-                                             parts.empty() ? "" : fmt::format(" (built-in: {})", fmt::join(parts, ", "))),
-                                 inst.model_loc.valid() ? inst.model_loc : inst.loc);
-          } else if (md->type != type->model_type)
-            return Status::input(fmt::format("model '{}' has type '{}', but {} '{}' needs a '{}' model", md->name,
-                                             md->type, type->long_name, inst.name, type->model_type),
-                                 inst.model_loc.valid() ? inst.model_loc : inst.loc);
-          if (md) {
-            if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
-            fd.model_name = md->name;
-          }
-        } else if (!type->model_optional) {
-          return Status::input(fmt::format("{} '{}' needs a model name", type->long_name, inst.name), inst.loc);
-        }
-      }
-      if (names_.count(full))
+      if (!names_.try_emplace(full, out_.devices.size() - 1, names_of(out_.devices)).second) {
+        out_.devices.pop_back();
         return Status::input(fmt::format("duplicate device name '{}'", full), inst.loc);
-      names_.insert({full, out_.devices.size()});
-      out_.devices.push_back(std::move(fd));
+      }
+    }
+    return {};
+  }
+
+  // Fills fd (default-constructed) from one device instance of type `type` named `full`.
+  template <class MapNode>
+  Status device(const DeviceInstance& inst, const DeviceType& t, const std::string& full, const std::string& prefix,
+                const std::map<std::string, std::string>& ports, const MapNode& map_node, const Scope& scope,
+                const ModelScope& models, FlatDevice& fd) {
+    const DeviceType* type = &t;
+    fd.name = full;
+    fd.type = type;
+    fd.loc = inst.loc;
+    fd.node_names.reserve(inst.nodes.size());
+    fd.nodes.reserve(inst.nodes.size());
+    for (const auto& n : inst.nodes) {
+      if (prefix.empty() && ports.empty() && !is_ground_name(n)) fd.node_names.push_back(n);  // top level: as written
+      else fd.node_names.push_back(map_node(n));
+      fd.nodes.push_back(node(fd.node_names.back()));
+    }
+    fd.params = default_params(type->params);
+    if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
+      return st;
+    if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
+    for (size_t i = 0; i < type->params.size(); ++i) {
+      if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
+          type->params[i].kind == ParamKind::Real)
+        return Status::input(fmt::format("{} '{}' needs a value for '{}' ({})", type->long_name, inst.name,
+                                         type->params[i].name, type->params[i].description), inst.loc);
+    }
+    if (type->needs_control) {
+      if (inst.model.empty())
+        return Status::input(fmt::format("{} '{}' needs a controlling voltage source", type->long_name, inst.name),
+                             inst.loc);
+      fd.control = prefix + inst.model;
+      fd.control_loc = inst.model_loc;
+    }
+    if (!type->model_type.empty()) {
+      fd.model = default_params(type->model_params);
+      if (!inst.model.empty()) {
+        const ModelDef* md = models.find(inst.model);
+        if (!md && type->builtin_model(inst.model, fd.model)) {
+          fd.model_name = inst.model;
+        } else if (!md) {
+          const auto parts = type->builtin_model_names();
+          return Status::input(fmt::format("undefined model '{}' for {} '{}'{}", inst.model, type->long_name, inst.name,
+                                           parts.empty() ? "" : fmt::format(" (built-in: {})", fmt::join(parts, ", "))),
+                               inst.model_loc.valid() ? inst.model_loc : inst.loc);
+        } else if (md->type != type->model_type)
+          return Status::input(fmt::format("model '{}' has type '{}', but {} '{}' needs a '{}' model", md->name,
+                                           md->type, type->long_name, inst.name, type->model_type),
+                               inst.model_loc.valid() ? inst.model_loc : inst.loc);
+        if (md) {
+          if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
+          fd.model_name = md->name;
+        }
+      } else if (!type->model_optional) {
+        return Status::input(fmt::format("{} '{}' needs a model name", type->long_name, inst.name), inst.loc);
+      }
     }
     return {};
   }
@@ -308,8 +335,8 @@ class Elaborator {
             DcSweep sw;
             sw.source = s.source;
             sw.loc = s.loc;
-            auto it = names_.find(s.source);
-            if (it == names_.end() || !out_.devices[it->second].type->source_syntax)
+            const size_t k = names_.find(s.source, names_of(out_.devices));
+            if (k == NameIndex::npos || !out_.devices[k].type->source_syntax)
               return Status::input(fmt::format(".dc sweeps '{}', which is not an independent source in this circuit",
                                                s.source), s.loc);
             if (Status st = eval(s.start, nan, sw.start, s.loc, "sweep start"); !st) return st;
@@ -367,8 +394,8 @@ class Elaborator {
   const Variation* var_;
   Scope top_;
   std::map<std::string, const SubcktDef*> subckts_;
-  std::unordered_map<std::string, int> node_ids_;
-  std::unordered_map<std::string, size_t> names_;
+  NameIndex node_ids_;  // node name -> NodeId, into out_.node_names (ground "0" is not in it)
+  NameIndex names_;     // device name -> index into out_.devices
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_set>
+#include "engine/name_index.hpp"
 #include "engine/parse.hpp"
 
 namespace anasim {
@@ -215,64 +216,8 @@ std::string what_text(const What& w) {
     return std::string(w);
 }
 
-// The names defined so far, for duplicate checks: an open-addressing hash set of indices into the vector that
-// holds the named objects (out_.devices, out_.models, ...), so adding a name allocates nothing. The first
-// definition of a name is kept.
-class NameIndex {
- public:
-  // Adds `name` as object `idx` unless it is already there. Returns the index of the first object of that name
-  // and whether `name` was added. name_of(k) is the name of object k.
-  template <class NameOf>
-  std::pair<size_t, bool> try_emplace(std::string_view name, size_t idx, const NameOf& name_of) {
-    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
-    uint64_t h = hash(name);
-    size_t mask = slots_.size() - 1;
-    for (size_t k = h & mask;; k = (k + 1) & mask) {
-      Slot& sl = slots_[k];
-      if (sl.idx1 == 0) {
-        sl = Slot{h, idx + 1};
-        ++count_;
-        return {idx, true};
-      }
-      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return {sl.idx1 - 1, false};
-    }
-  }
-  void clear() {
-    slots_ = {};
-    count_ = 0;
-  }
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    size_t idx1 = 0;  // object index + 1; 0 = empty slot
-  };
-  std::vector<Slot> slots_;  // size 0 or a power of two, at most half full
-  size_t count_ = 0;
-
-  static uint64_t hash(std::string_view s) {  // FNV-1a, then a final mix for the low bits used as the slot
-    uint64_t h = 14695981039346656037ull;
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h ^ (h >> 29);
-  }
-  void rehash(size_t size) {  // size: a power of two
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(size, Slot{});
-    size_t mask = slots_.size() - 1;
-    for (const Slot& sl : old) {
-      if (sl.idx1 == 0) continue;
-      size_t k = sl.hash & mask;
-      while (slots_[k].idx1 != 0) k = (k + 1) & mask;
-      slots_[k] = sl;
-    }
-  }
-};
-
-// The name_of for a NameIndex into v: k -> v[k].name.
-template <class T>
-auto names_of(const std::vector<T>& v) {
-  return [&v](size_t k) -> const std::string& { return v[k].name; };
-}
+// The names defined so far, for duplicate checks: NameIndex (engine/name_index.hpp) into the vector that holds
+// the named objects (out_.devices, out_.models, ...). The first definition of a name is kept.
 
 class SpiceParser {
  public:
@@ -290,7 +235,10 @@ class SpiceParser {
       if (!f.lines.empty()) out_.title = trim(f.line(0));
       first = 1;
     }
-    if (depth == 0 && out_.devices.empty()) out_.devices.reserve(f.lines.size());  // a flat deck: mostly devices
+    if (depth == 0 && out_.devices.empty()) {  // a flat deck: mostly devices
+      out_.devices.reserve(f.lines.size());
+      top_devices_.reserve(f.lines.size());
+    }
     // Logical lines are read one at a time: a line is complete when the next non-comment line does not start
     // with '+'. A '+' with no preceding line can only occur before the first line, so the errors come out in
     // file order.
