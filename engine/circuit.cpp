@@ -159,8 +159,8 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   }
 
   CircuitBuilder b(*this);
-  b.reserve(4 * devices_.size());  // most devices are two-terminal conductances: 4 entries
   for (auto& d : devices_) d->allocate(b);
+  b.reserve(5 * devices_.size());  // most devices are two-terminal conductances (4 entries); sources have more
   for (auto& d : devices_) d->declare(b);
   for (size_t k = 0; k < fn.devices.size(); ++k) {
     const auto& fd = fn.devices[k];
