@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <string_view>
+#include <thread>
 #include <fmt/format.h>
 #include "engine/name_index.hpp"
 
@@ -89,7 +90,9 @@ class Elaborator {
     names_.reserve(pn_.devices.size());
     node_ids_.reserve(pn_.devices.size());
     std::map<std::string, std::string> ports;  // top level: identity
-    if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
+    if (Status st = flat_top_level() ? flatten_flat(pn_.devices, top_, ms) : flatten(pn_.devices, "", ports, top_, ms, 0);
+        !st)
+      return st;
     if (out_.devices.empty()) {
       SourceLoc whole;  // the file as a whole
       whole.file = pn_.file;
@@ -177,6 +180,88 @@ class Elaborator {
     auto [id, inserted] = node_ids_.try_emplace(name, next, NodeNameOf{out_.node_names});
     if (inserted) out_.node_names.emplace_back(name);
     return NodeId(static_cast<int>(id));
+  }
+
+  // Netlists with at least this many top-level devices and no subcircuit instances are elaborated on two threads.
+  static constexpr size_t kParallelDevices = 20000;
+
+  bool flat_top_level() const {
+    if (pn_.devices.size() < kParallelDevices || std::thread::hardware_concurrency() < 2) return false;
+    for (const auto& inst : pn_.devices)
+      if (inst.type == "x") return false;
+    return true;
+  }
+
+  // The top-level devices of a netlist without subcircuit instances, with the result of flatten(): node
+  // numbers and names are assigned in device order on this thread, then the devices are filled (parameters,
+  // models) in two halves on two threads. The error reported is that of the first device in order that has one.
+  Status flatten_flat(const std::vector<DeviceInstance>& devs, const Scope& scope, const ModelScope& models) {
+    const size_t n = devs.size();
+    std::vector<const DeviceType*> types(n);
+    std::vector<size_t> first_node(n + 1, 0);  // nodes of device k: ids[first_node[k] .. first_node[k+1])
+    std::vector<NodeId> ids;
+    ids.reserve(2 * n);
+    // The FlatDevices are constructed (and their 10^7 bytes first touched) on a second thread meanwhile.
+    std::thread construct([&] { out_.devices.resize(n); });
+    size_t stop = n;  // first device with an error found here (unknown type, pin count, duplicate name)
+    Status stop_st;
+    bool fill_stop = false;  // the device at `stop` has its nodes and is filled too (its parameter errors come first)
+    for (size_t k = 0; k < n; ++k) {
+      const DeviceInstance& inst = devs[k];
+      const DeviceType* type = cat_.find(inst.type);
+      if (!type) {
+        stop = k;
+        stop_st = Status::input(fmt::format("unknown device type '{}'", inst.type), inst.loc);
+        break;
+      }
+      if (!type->variadic_pins && inst.nodes.size() != type->pins.size()) {
+        stop = k;
+        stop_st = Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
+                                            type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()),
+                                inst.loc);
+        break;
+      }
+      types[k] = type;
+      for (const auto& nm : inst.nodes) ids.push_back(is_ground_name(nm) ? NodeId(0) : node(nm));
+      first_node[k + 1] = ids.size();
+      if (!names_.try_emplace(inst.name, k, names_of(devs)).second) {
+        stop = k;
+        stop_st = Status::input(fmt::format("duplicate device name '{}'", inst.name), inst.loc);
+        fill_stop = true;
+        break;
+      }
+    }
+    const size_t count = stop + (fill_stop ? 1 : 0);
+    construct.join();
+    out_.devices.resize(count);
+    // Fills devices [from, to); returns the index of the first that fails (or `to`) and its status.
+    auto fill = [&](size_t from, size_t to, Status& st) {
+      for (size_t k = from; k < to; ++k) {
+        const DeviceInstance& inst = devs[k];
+        FlatDevice& fd = out_.devices[k];
+        fd.name = inst.name;
+        fd.type = types[k];
+        fd.loc = inst.loc;
+        fd.node_names.reserve(inst.nodes.size());
+        for (const auto& nm : inst.nodes) fd.node_names.push_back(is_ground_name(nm) ? std::string("0") : nm);
+        fd.nodes.assign(ids.begin() + first_node[k], ids.begin() + first_node[k + 1]);
+        if (Status s = device_params(inst, *types[k], "", scope, models, fd); !s) {
+          st = std::move(s);
+          return k;
+        }
+      }
+      return to;
+    };
+    const size_t half = count / 2;
+    Status st1, st2;
+    size_t bad2 = count;
+    std::thread worker([&] { bad2 = fill(half, count, st2); });
+    const size_t bad1 = fill(0, half, st1);
+    worker.join();
+    if (bad1 < half) return st1;
+    if (bad2 < count) return st2;
+    if (stop < n) return stop_st;
+    return {};
   }
 
   Status flatten(const std::vector<DeviceInstance>& devs, const std::string& prefix,
@@ -267,6 +352,15 @@ class Elaborator {
       else fd.node_names.push_back(map_node(n));
       fd.nodes.push_back(node(fd.node_names.back()));
     }
+    return device_params(inst, *type, prefix, scope, models, fd);
+  }
+
+  // The parameters, control source and model of fd (name, type and nodes already set). Reads only shared
+  // state that does not change during flattening, so devices can be filled on several threads.
+  Status device_params(const DeviceInstance& inst, const DeviceType& t, const std::string& prefix,
+                       const Scope& scope, const ModelScope& models, FlatDevice& fd) const {
+    const DeviceType* type = &t;
+    const std::string& full = fd.name;
     fd.params = default_params(type->params);
     if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
       return st;
