@@ -193,16 +193,26 @@ class Elaborator {
   }
 
   // The top-level devices of a netlist without subcircuit instances, with the result of flatten(): node
-  // numbers and names are assigned in device order on this thread, then the devices are filled (parameters,
-  // models) in two halves on two threads. The error reported is that of the first device in order that has one.
+  // numbers are assigned in device order on this thread while a second indexes the device names, then the
+  // devices are filled (parameters, models) in two halves on two threads. The error reported is that of the
+  // first device in order that has one.
   Status flatten_flat(const std::vector<DeviceInstance>& devs, const Scope& scope, const ModelScope& models) {
     const size_t n = devs.size();
     std::vector<const DeviceType*> types(n);
     std::vector<size_t> first_node(n + 1, 0);  // nodes of device k: ids[first_node[k] .. first_node[k+1])
     std::vector<NodeId> ids;
     ids.reserve(2 * n);
-    // The FlatDevices are constructed (and their 10^7 bytes first touched) on a second thread meanwhile.
-    std::thread construct([&] { out_.devices.resize(n); });
+    // Meanwhile a second thread constructs the FlatDevices (first touching their 10^7 bytes) and indexes the
+    // device names; `dup` is the first device whose name is taken.
+    size_t dup = n;
+    std::thread construct([&] {
+      out_.devices.resize(n);
+      for (size_t k = 0; k < n; ++k)
+        if (!names_.try_emplace(devs[k].name, k, names_of(devs)).second) {
+          dup = k;
+          break;
+        }
+    });
     size_t stop = n;  // first device with an error found here (unknown type, pin count, duplicate name)
     Status stop_st;
     bool fill_stop = false;  // the device at `stop` has its nodes and is filled too (its parameter errors come first)
@@ -224,15 +234,14 @@ class Elaborator {
       types[k] = type;
       for (const auto& nm : inst.nodes) ids.push_back(is_ground_name(nm) ? NodeId(0) : node(nm));
       first_node[k + 1] = ids.size();
-      if (!names_.try_emplace(inst.name, k, names_of(devs)).second) {
-        stop = k;
-        stop_st = Status::input(fmt::format("duplicate device name '{}'", inst.name), inst.loc);
-        fill_stop = true;
-        break;
-      }
+    }
+    construct.join();
+    if (dup < stop) {  // this device's nodes are numbered: it is filled, and its parameter errors come first
+      stop = dup;
+      stop_st = Status::input(fmt::format("duplicate device name '{}'", devs[dup].name), devs[dup].loc);
+      fill_stop = true;
     }
     const size_t count = stop + (fill_stop ? 1 : 0);
-    construct.join();
     out_.devices.resize(count);
     // Fills devices [from, to); returns the index of the first that fails (or `to`) and its status.
     auto fill = [&](size_t from, size_t to, Status& st) {

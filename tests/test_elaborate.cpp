@@ -70,4 +70,24 @@ TEST_CASE("elaborate: a large flat netlist matches the one-thread path") {
   CHECK(first_error("", "rbad2 a b -2\n").find("rbad2") != std::string::npos);                // second half
   CHECK(first_error("dbad a b nomodel\n", "").find("undefined model 'nomodel'") == 0);
   CHECK(first_error("", "e1 a b c d\n").find("needs a value") != std::string::npos);
+
+  // A duplicate name (the readers reject them; a ParsedNetlist built otherwise may have one), alone and after
+  // an invalid device.
+  auto duplicate = [&](bool bad_before) {
+    auto with_dup = [&](const std::string& extra) {
+      ParsedNetlist pn;
+      REQUIRE(parse_spice_string(ladder(15000, extra), "ladder.cir", builtin_catalog(), pn).ok());
+      pn.devices.insert(pn.devices.begin() + 20000, pn.devices[101]);
+      if (bad_before) pn.devices[19000].type = "q";
+      FlatNetlist fn;
+      return elaborate(pn, builtin_catalog(), fn);
+    };
+    Status a = with_dup(""), b = with_dup(sub);
+    REQUIRE_FALSE(a.ok());
+    REQUIRE_FALSE(b.ok());
+    CHECK(a.errors[0].message == b.errors[0].message);
+    return a.errors[0].message;
+  };
+  CHECK(duplicate(false).find("duplicate device name") == 0);
+  CHECK(duplicate(true).find("unknown device type 'q'") == 0);
 }
