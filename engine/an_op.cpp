@@ -25,6 +25,7 @@ Status select_outputs(const Circuit& c, const std::vector<std::string>& outputs,
 
 Recorder::Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult& res, bool with_probes)
     : c_(c), out_(out), res_(res) {
+  res.signals.reserve(res.signals.size() + out.size());
   for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {}, {}});
   if (!with_probes) return;
   std::vector<std::pair<std::string, std::string>> names;

@@ -64,6 +64,8 @@ class CircuitBuilder : public Allocator, public PatternBuilder {
     return UnknownIndex();
   }
   Offset rhs(UnknownIndex u) const override { return u.v < 0 ? c_.n() : u.v; }
+  // Room for `entries` declared matrix entries (plus one diagonal entry per unknown, added by compile()).
+  void reserve(size_t entries) { entries_.reserve(entries + c_.unknowns_.size()); }
 
   // Builds CSC arrays from the declared entries and writes offsets back into device slots:
   // bucket the entries by column, sort the (few) rows of each column, drop duplicates.
@@ -163,6 +165,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     d->allocate(b);
     if (n_states_ > before) state_devices_.push_back(d.get());
   }
+  b.reserve(5 * devices_.size());  // most devices are two-terminal conductances (4 entries); sources have more
   for (auto& d : devices_) d->declare(b);
   for (size_t k = 0; k < fn.devices.size(); ++k) {
     const auto& fd = fn.devices[k];

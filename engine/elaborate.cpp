@@ -4,8 +4,10 @@
 #include <cmath>
 #include <map>
 #include <random>
-#include <unordered_map>
+#include <string_view>
+#include <thread>
 #include <fmt/format.h>
+#include "engine/name_index.hpp"
 
 namespace anasim {
 
@@ -55,6 +57,12 @@ Status apply_tolerances(FlatDevice& fd, const std::vector<ParamAssign>& assigns,
   return {};
 }
 
+// k -> names[k], the name_of of a NameIndex over node names.
+struct NodeNameOf {
+  const std::vector<std::string>& names;
+  const std::string& operator()(size_t k) const { return names[k]; }
+};
+
 class Elaborator {
  public:
   Elaborator(const ParsedNetlist& pn, const DeviceCatalog& cat, FlatNetlist& out, const Variation* var)
@@ -65,6 +73,7 @@ class Elaborator {
     out_.file = pn_.file;
     out_.node_names = {"0"};
     node_ids_.clear();
+    names_.clear();
     for (const auto& p : pn_.params) {
       double v;
       if (p.values.size() != 1) return Status::input(fmt::format("parameter '{}' needs one value", p.name), p.loc);
@@ -77,10 +86,13 @@ class Elaborator {
     if (Status st = options(); !st) return st;
     ModelScope ms{&pn_.models, nullptr};
     out_.devices.reserve(pn_.devices.size());
-    names_.reserve(2 * pn_.devices.size());
-    node_ids_.reserve(2 * pn_.devices.size());
+    out_.node_names.reserve(pn_.devices.size() + 1);
+    names_.reserve(pn_.devices.size());
+    node_ids_.reserve(pn_.devices.size());
     std::map<std::string, std::string> ports;  // top level: identity
-    if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
+    if (Status st = flat_top_level() ? flatten_flat(pn_.devices, top_, ms) : flatten(pn_.devices, "", ports, top_, ms, 0);
+        !st)
+      return st;
     // A netlist whose analyses are all extensions (e.g. nn_eval) needs no circuit.
     bool only_extensions = !pn_.analyses.empty();
     for (const auto& a : pn_.analyses) only_extensions = only_extensions && a.kind == AnalysisSpec::Kind::Extension;
@@ -91,8 +103,8 @@ class Elaborator {
     }
     for (auto& fd : out_.devices) {
       if (fd.control.empty()) continue;
-      auto it = names_.find(fd.control);
-      const FlatDevice* c = it == names_.end() ? nullptr : &out_.devices[it->second];
+      const size_t k = names_.find(fd.control, names_of(out_.devices));
+      const FlatDevice* c = k == NameIndex::npos ? nullptr : &out_.devices[k];
       if (!c || (c->type->key != "v" && c->type->key != "l"))
         return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor",
                                          fd.type->long_name, fd.name, fd.control),
@@ -103,13 +115,13 @@ class Elaborator {
     out_.extra = pn_.extra;  // before analyses(): extension checks may read other sections
     if (Status st = analyses(); !st) return st;
     for (const auto& ic : pn_.ics) {
-      auto it = node_ids_.find(ic.name);
-      if (it == node_ids_.end())
+      const size_t id = node_ids_.find(ic.name, NodeNameOf{out_.node_names});
+      if (id == NameIndex::npos)
         return Status::input(fmt::format(".ic names node '{}', which is not in the circuit", ic.name), ic.loc);
       double v;
       if (ic.values.size() != 1) return Status::input(".ic needs one value per node", ic.loc);
       if (Status st = evaluate_expr(ic.values[0].text, ic.values[0].loc, top_, v); !st) return st;
-      out_.ics.emplace_back(NodeId(it->second), v);
+      out_.ics.emplace_back(NodeId(static_cast<int>(id)), v);
     }
     out_.outputs = pn_.outputs;
     return {};
@@ -165,12 +177,112 @@ class Elaborator {
     return {};
   }
 
+
   // `name` is already mapped (map_node), so ground is spelled "0".
-  NodeId node(const std::string& name) {
+  NodeId node(std::string_view name) {
     if (name == "0") return NodeId(0);
-    auto [it, inserted] = node_ids_.emplace(name, static_cast<int>(out_.node_names.size()));
-    if (inserted) out_.node_names.push_back(name);
-    return NodeId(it->second);
+    const size_t next = out_.node_names.size();
+    auto [id, inserted] = node_ids_.try_emplace(name, next, NodeNameOf{out_.node_names});
+    if (inserted) out_.node_names.emplace_back(name);
+    return NodeId(static_cast<int>(id));
+  }
+
+  // Netlists with at least this many top-level devices and no subcircuit instances are elaborated on two threads.
+  static constexpr size_t kParallelDevices = 20000;
+
+  bool flat_top_level() const {
+    if (pn_.devices.size() < kParallelDevices || std::thread::hardware_concurrency() < 2) return false;
+    const DeviceType* last = nullptr;  // consecutive devices mostly share a type
+    for (const auto& inst : pn_.devices) {
+      if (inst.type == "x") return false;  // subcircuits: flatten()
+      if (last && inst.type == last->key) continue;
+      last = cat_.find(inst.type);
+      if (!last) continue;  // reported by flatten_flat
+      for (const auto& spec : last->params)
+        if (spec.kind == ParamKind::Expr) return false;  // behavioural expressions: flatten() compiles them
+    }
+    return true;
+  }
+
+  // The top-level devices of a netlist without subcircuit instances, with the result of flatten(): node
+  // numbers are assigned in device order on this thread while a second indexes the device names, then the
+  // devices are filled (parameters, models) in two halves on two threads. The error reported is that of the
+  // first device in order that has one.
+  Status flatten_flat(const std::vector<DeviceInstance>& devs, const Scope& scope, const ModelScope& models) {
+    const size_t n = devs.size();
+    std::vector<const DeviceType*> types(n);
+    std::vector<size_t> first_node(n + 1, 0);  // nodes of device k: ids[first_node[k] .. first_node[k+1])
+    std::vector<NodeId> ids;
+    ids.reserve(2 * n);
+    // Meanwhile a second thread constructs the FlatDevices (first touching their 10^7 bytes) and indexes the
+    // device names; `dup` is the first device whose name is taken.
+    size_t dup = n;
+    std::thread construct([&] {
+      out_.devices.resize(n);
+      for (size_t k = 0; k < n; ++k)
+        if (!names_.try_emplace(devs[k].name, k, names_of(devs)).second) {
+          dup = k;
+          break;
+        }
+    });
+    size_t stop = n;  // first device with an error found here (unknown type, pin count, duplicate name)
+    Status stop_st;
+    bool fill_stop = false;  // the device at `stop` has its nodes and is filled too (its parameter errors come first)
+    for (size_t k = 0; k < n; ++k) {
+      const DeviceInstance& inst = devs[k];
+      const DeviceType* type = cat_.find(inst.type);
+      if (!type) {
+        stop = k;
+        stop_st = Status::input(fmt::format("unknown device type '{}'", inst.type), inst.loc);
+        break;
+      }
+      if (!type->variadic_pins && inst.nodes.size() != type->pins.size()) {
+        stop = k;
+        stop_st = Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
+                                            type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()),
+                                inst.loc);
+        break;
+      }
+      types[k] = type;
+      for (const auto& nm : inst.nodes) ids.push_back(is_ground_name(nm) ? NodeId(0) : node(nm));
+      first_node[k + 1] = ids.size();
+    }
+    construct.join();
+    if (dup < stop) {  // this device's nodes are numbered: it is filled, and its parameter errors come first
+      stop = dup;
+      stop_st = Status::input(fmt::format("duplicate device name '{}'", devs[dup].name), devs[dup].loc);
+      fill_stop = true;
+    }
+    const size_t count = stop + (fill_stop ? 1 : 0);
+    out_.devices.resize(count);
+    // Fills devices [from, to); returns the index of the first that fails (or `to`) and its status.
+    auto fill = [&](size_t from, size_t to, Status& st) {
+      for (size_t k = from; k < to; ++k) {
+        const DeviceInstance& inst = devs[k];
+        FlatDevice& fd = out_.devices[k];
+        fd.name = inst.name;
+        fd.type = types[k];
+        fd.loc = inst.loc;
+        fd.node_names.reserve(inst.nodes.size());
+        for (const auto& nm : inst.nodes) fd.node_names.push_back(is_ground_name(nm) ? std::string("0") : nm);
+        fd.nodes.assign(ids.begin() + first_node[k], ids.begin() + first_node[k + 1]);
+        if (Status s = device_params(inst, *types[k], "", scope, models, fd); !s) {
+          st = std::move(s);
+          return k;
+        }
+      }
+      return to;
+    };
+    const size_t half = count / 2;
+    Status st1, st2;
+    size_t bad2 = count;
+    std::thread worker([&] { bad2 = fill(half, count, st2); });
+    const size_t bad1 = fill(0, half, st1);
+    worker.join();
+    if (bad1 < half) return st1;
+    if (bad2 < count) return st2;
+    if (stop < n) return stop_st;
+    return {};
   }
 
   Status flatten(const std::vector<DeviceInstance>& devs, const std::string& prefix,
@@ -230,72 +342,109 @@ class Elaborator {
       if (!type->variadic_pins && inst.nodes.size() != type->pins.size())
         return Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
                                          type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()), inst.loc);
-      FlatDevice fd;
-      fd.name = full;
-      fd.type = type;
-      fd.loc = inst.loc;
-      fd.node_names.reserve(inst.nodes.size());
-      fd.nodes.reserve(inst.nodes.size());
-      for (const auto& n : inst.nodes) {
-        fd.node_names.push_back(map_node(n));
-        fd.nodes.push_back(node(fd.node_names.back()));
-      }
-      fd.params = default_params(type->params);
-      if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
+      // Built in place at the end of out_.devices (a netlist of 10^5 devices moves no FlatDevice); removed
+      // again if it is rejected.
+      FlatDevice& fd = out_.devices.emplace_back();
+      if (Status st = device(inst, *type, full, prefix, ports, map_node, scope, models, fd); !st) {
+        out_.devices.pop_back();
         return st;
-      if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
-      for (size_t i = 0; i < fd.params.expr.size(); ++i) {  // behavioural expressions (B source)
-        if (!fd.params.has(static_cast<int>(i))) continue;
-        auto ce = std::make_shared<CompiledExpr>();
-        const ExprNameMap names{map_node, [&](const std::string& d) { return prefix + d; }};
-        Status st = compile_expr(fd.params.text[i], fd.params.loc[i], scope, names, *ce);
-        if (!st) {
-          for (Diag& d : st.errors)
-            d.message += fmt::format(" (in {}= of {} '{}')", type->params[i].name, type->long_name, full);
-          return st;
-        }
-        fd.params.expr[i] = std::move(ce);
       }
-      for (size_t i = 0; i < type->params.size(); ++i) {
-        if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
-            type->params[i].kind == ParamKind::Real)
-          return Status::input(fmt::format("{} '{}' needs a value for '{}' ({})", type->long_name, inst.name,
-                                           type->params[i].name, type->params[i].description), inst.loc);
+      if (Status st = compile_expressions(fd, full, prefix, scope, map_node); !st) {
+        out_.devices.pop_back();
+        return st;
       }
-      if (type->needs_control) {
-        if (inst.model.empty())
-          return Status::input(fmt::format("{} '{}' needs a controlling voltage source", type->long_name, inst.name),
-                               inst.loc);
-        fd.control = prefix + inst.model;
-        fd.control_loc = inst.model_loc;
-      }
-      if (!type->model_type.empty()) {
-        fd.model = default_params(type->model_params);
-        if (!inst.model.empty()) {
-          const ModelDef* md = models.find(inst.model);
-          if (!md && type->builtin_model(inst.model, fd.model)) {
-            fd.model_name = inst.model;
-          } else if (!md) {
-            const auto parts = type->builtin_model_names();
-            return Status::input(fmt::format("undefined model '{}' for {} '{}'{}", inst.model, type->long_name, inst.name,
-                                             parts.empty() ? "" : fmt::format(" (built-in: {})", fmt::join(parts, ", "))),
-                                 inst.model_loc.valid() ? inst.model_loc : inst.loc);
-          } else if (md->type != type->model_type)
-            return Status::input(fmt::format("model '{}' has type '{}', but {} '{}' needs a '{}' model", md->name,
-                                             md->type, type->long_name, inst.name, type->model_type),
-                                 inst.model_loc.valid() ? inst.model_loc : inst.loc);
-          if (md) {
-            if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
-            fd.model_name = md->name;
-          }
-        } else if (!type->model_optional) {
-          return Status::input(fmt::format("{} '{}' needs a model name", type->long_name, inst.name), inst.loc);
-        }
-      }
-      if (names_.count(full))
+      if (!names_.try_emplace(full, out_.devices.size() - 1, names_of(out_.devices)).second) {
+        out_.devices.pop_back();
         return Status::input(fmt::format("duplicate device name '{}'", full), inst.loc);
-      names_.insert({full, out_.devices.size()});
-      out_.devices.push_back(std::move(fd));
+      }
+    }
+    return {};
+  }
+
+  // Fills fd (default-constructed) from one device instance of type `type` named `full`.
+  template <class MapNode>
+  Status device(const DeviceInstance& inst, const DeviceType& t, const std::string& full, const std::string& prefix,
+                const std::map<std::string, std::string>& ports, const MapNode& map_node, const Scope& scope,
+                const ModelScope& models, FlatDevice& fd) {
+    const DeviceType* type = &t;
+    fd.name = full;
+    fd.type = type;
+    fd.loc = inst.loc;
+    fd.node_names.reserve(inst.nodes.size());
+    fd.nodes.reserve(inst.nodes.size());
+    for (const auto& n : inst.nodes) {
+      if (prefix.empty() && ports.empty() && !is_ground_name(n)) fd.node_names.push_back(n);  // top level: as written
+      else fd.node_names.push_back(map_node(n));
+      fd.nodes.push_back(node(fd.node_names.back()));
+    }
+    return device_params(inst, *type, prefix, scope, models, fd);
+  }
+
+  // Compiles the behavioural expressions (Expr parameters, B source) of fd, mapping node names with map_node and
+  // device names with `prefix`; their quantities are bound to the circuit by resolve_expressions().
+  template <class MapNode>
+  Status compile_expressions(FlatDevice& fd, const std::string& full, const std::string& prefix, const Scope& scope,
+                             const MapNode& map_node) const {
+    for (size_t i = 0; i < fd.params.expr.size(); ++i) {
+      if (!fd.params.has(static_cast<int>(i))) continue;
+      auto ce = std::make_shared<CompiledExpr>();
+      const ExprNameMap names{map_node, [&](const std::string& d) { return prefix + d; }};
+      Status st = compile_expr(fd.params.text[i], fd.params.loc[i], scope, names, *ce);
+      if (!st) {
+        for (Diag& d : st.errors)
+          d.message += fmt::format(" (in {}= of {} '{}')", fd.type->params[i].name, fd.type->long_name, full);
+        return st;
+      }
+      fd.params.expr[i] = std::move(ce);
+    }
+    return {};
+  }
+
+  // The parameters, control source and model of fd (name, type and nodes already set). Reads only shared
+  // state that does not change during flattening, so devices can be filled on several threads.
+  Status device_params(const DeviceInstance& inst, const DeviceType& t, const std::string& prefix,
+                       const Scope& scope, const ModelScope& models, FlatDevice& fd) const {
+    const DeviceType* type = &t;
+    const std::string& full = fd.name;
+    fd.params = default_params(type->params);
+    if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
+      return st;
+    if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
+    for (size_t i = 0; i < type->params.size(); ++i) {
+      if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
+          type->params[i].kind == ParamKind::Real)
+        return Status::input(fmt::format("{} '{}' needs a value for '{}' ({})", type->long_name, inst.name,
+                                         type->params[i].name, type->params[i].description), inst.loc);
+    }
+    if (type->needs_control) {
+      if (inst.model.empty())
+        return Status::input(fmt::format("{} '{}' needs a controlling voltage source", type->long_name, inst.name),
+                             inst.loc);
+      fd.control = prefix + inst.model;
+      fd.control_loc = inst.model_loc;
+    }
+    if (!type->model_type.empty()) {
+      fd.model = default_params(type->model_params);
+      if (!inst.model.empty()) {
+        const ModelDef* md = models.find(inst.model);
+        if (!md && type->builtin_model(inst.model, fd.model)) {
+          fd.model_name = inst.model;
+        } else if (!md) {
+          const auto parts = type->builtin_model_names();
+          return Status::input(fmt::format("undefined model '{}' for {} '{}'{}", inst.model, type->long_name, inst.name,
+                                           parts.empty() ? "" : fmt::format(" (built-in: {})", fmt::join(parts, ", "))),
+                               inst.model_loc.valid() ? inst.model_loc : inst.loc);
+        } else if (md->type != type->model_type)
+          return Status::input(fmt::format("model '{}' has type '{}', but {} '{}' needs a '{}' model", md->name,
+                                           md->type, type->long_name, inst.name, type->model_type),
+                               inst.model_loc.valid() ? inst.model_loc : inst.loc);
+        if (md) {
+          if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
+          fd.model_name = md->name;
+        }
+      } else if (!type->model_optional) {
+        return Status::input(fmt::format("{} '{}' needs a model name", type->long_name, inst.name), inst.loc);
+      }
     }
     return {};
   }
@@ -308,15 +457,15 @@ class Elaborator {
         if (!ce) continue;
         for (ExprQuantity& q : ce->quantities()) {
           if (q.kind == ExprQuantity::Kind::Voltage) {
-            auto it = node_ids_.find(q.name);
-            if (it == node_ids_.end())
+            const size_t id = node_ids_.find(q.name, NodeNameOf{out_.node_names});
+            if (id == NameIndex::npos)
               return Status::input(fmt::format("{} '{}' reads v({}), but node '{}' is not in the circuit",
                                                fd.type->long_name, fd.name, q.name, q.name), q.loc);
-            q.node = NodeId(it->second);
+            q.node = NodeId(static_cast<int>(id));
             continue;
           }
-          auto it = names_.find(q.name);
-          const FlatDevice* c = it == names_.end() ? nullptr : &out_.devices[it->second];
+          const size_t k = names_.find(q.name, names_of(out_.devices));
+          const FlatDevice* c = k == NameIndex::npos ? nullptr : &out_.devices[k];
           if (!c || (c->type->key != "v" && c->type->key != "l"))
             return Status::input(fmt::format("{} '{}' reads i({}), but '{}' is not a voltage source or inductor in "
                                              "the circuit", fd.type->long_name, fd.name, q.name, q.name), q.loc);
@@ -352,8 +501,8 @@ class Elaborator {
             DcSweep sw;
             sw.source = s.source;
             sw.loc = s.loc;
-            auto it = names_.find(s.source);
-            if (it == names_.end() || !out_.devices[it->second].type->source_syntax)
+            const size_t k = names_.find(s.source, names_of(out_.devices));
+            if (k == NameIndex::npos || !out_.devices[k].type->source_syntax)
               return Status::input(fmt::format(".dc sweeps '{}', which is not an independent source in this circuit",
                                                s.source), s.loc);
             if (Status st = eval(s.start, nan, sw.start, s.loc, "sweep start"); !st) return st;
@@ -423,8 +572,8 @@ class Elaborator {
   const Variation* var_;
   Scope top_;
   std::map<std::string, const SubcktDef*> subckts_;
-  std::unordered_map<std::string, int> node_ids_;
-  std::unordered_map<std::string, size_t> names_;
+  NameIndex node_ids_;  // node name -> NodeId, into out_.node_names (ground "0" is not in it)
+  NameIndex names_;     // device name -> index into out_.devices
 };
 
 }  // namespace

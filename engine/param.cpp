@@ -1,6 +1,8 @@
 // Parameter tables: defaults, name look-up and evaluation of parsed assignments with range checks.
 #include "engine/param.hpp"
+#include <algorithm>
 #include <cmath>
+#include <new>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -15,12 +17,75 @@ int ParamValues::index_of(const std::string& name) const {
   return -1;
 }
 
+void ParamValues::allocate(size_t n) {
+  release();
+  if (n == 0) return;
+  static_assert(alignof(SourceLoc) >= alignof(double), "layout: SourceLoc, then double, then char");
+  block_ = ::operator new(n * (sizeof(SourceLoc) + sizeof(double) + sizeof(char)));
+  auto* locs = static_cast<SourceLoc*>(block_);
+  for (size_t i = 0; i < n; ++i) new (locs + i) SourceLoc();
+  loc.p_ = locs;
+  value.p_ = reinterpret_cast<double*>(locs + n);
+  given.p_ = reinterpret_cast<char*>(value.p_ + n);
+  loc.n_ = value.n_ = given.n_ = n;
+}
+
+void ParamValues::release() {
+  if (!block_) return;
+  for (size_t i = 0; i < loc.n_; ++i) loc.p_[i].~SourceLoc();
+  ::operator delete(block_);
+  block_ = nullptr;
+  loc = {};
+  value = {};
+  given = {};
+}
+
+ParamValues::ParamValues(const ParamValues& o) : table(o.table), list(o.list), text(o.text), expr(o.expr) {
+  allocate(o.value.size());
+  std::copy(o.value.begin(), o.value.end(), value.begin());
+  std::copy(o.given.begin(), o.given.end(), given.begin());
+  std::copy(o.loc.begin(), o.loc.end(), loc.begin());
+}
+
+ParamValues::ParamValues(ParamValues&& o) noexcept
+    : table(o.table), value(o.value), list(std::move(o.list)), text(std::move(o.text)), expr(std::move(o.expr)),
+      given(o.given), loc(o.loc), block_(o.block_) {
+  o.block_ = nullptr;
+  o.value = {};
+  o.given = {};
+  o.loc = {};
+}
+
+ParamValues& ParamValues::operator=(const ParamValues& o) {
+  if (this != &o) *this = ParamValues(o);
+  return *this;
+}
+
+ParamValues& ParamValues::operator=(ParamValues&& o) noexcept {
+  if (this == &o) return *this;
+  release();
+  table = o.table;
+  list = std::move(o.list);
+  text = std::move(o.text);
+  expr = std::move(o.expr);
+  value = o.value;
+  given = o.given;
+  loc = o.loc;
+  block_ = o.block_;
+  o.block_ = nullptr;
+  o.value = {};
+  o.given = {};
+  o.loc = {};
+  return *this;
+}
+
 ParamValues default_params(const ParamTable& table) {
   ParamValues pv;
   pv.table = &table;
   size_t n = table.size();
-  pv.value.resize(n);
+  pv.allocate(n);
   for (size_t i = 0; i < n; ++i) pv.value[i] = table[i].def;
+  std::fill(pv.given.begin(), pv.given.end(), 0);
   // list/text storage only for tables that have such parameters (most devices have none; a flat netlist of
   // 10^5 resistors would otherwise carry 2 x 10^5 empty vectors).
   bool lists = false, texts = false, exprs = false;
@@ -32,8 +97,6 @@ ParamValues default_params(const ParamTable& table) {
   if (lists) pv.list.assign(n, {});
   if (texts) pv.text.assign(n, {});
   if (exprs) pv.expr.assign(n, {});
-  pv.given.assign(n, 0);
-  pv.loc.assign(n, SourceLoc{});
   return pv;
 }
 

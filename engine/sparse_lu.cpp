@@ -4,48 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
-#include <metis.h>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 namespace anasim {
 
 namespace {
-// Fill-reducing ordering for KLU (ordering = 3): METIS nested dissection of the pattern of A + A^T.
-// Circuit matrices with grid-like structure (crossbars with wire resistance) get far less fill than with AMD.
-int metis_order(int n, int Ap[], int Ai[], int Perm[], klu_common*) {
-  std::vector<std::vector<int>> adj(n);
-  for (int j = 0; j < n; ++j)
-    for (int p = Ap[j]; p < Ap[j + 1]; ++p) {
-      int i = Ai[p];
-      if (i == j) continue;
-      adj[i].push_back(j);
-      adj[j].push_back(i);
-    }
-  std::vector<idx_t> xadj(n + 1, 0), adjncy;
-  for (int i = 0; i < n; ++i) {
-    auto& a = adj[i];
-    std::sort(a.begin(), a.end());
-    a.erase(std::unique(a.begin(), a.end()), a.end());
-    xadj[i + 1] = xadj[i] + static_cast<idx_t>(a.size());
-    adjncy.insert(adjncy.end(), a.begin(), a.end());
-  }
-  idx_t nv = n;
-  std::vector<idx_t> perm(n), iperm(n);
-  idx_t options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(options);
-  if (const char* o = getenv("ANASIM_METIS_NITER")) options[METIS_OPTION_NITER] = atoi(o);
-  if (const char* o = getenv("ANASIM_METIS_NSEPS")) options[METIS_OPTION_NSEPS] = atoi(o);
-  if (const char* o = getenv("ANASIM_METIS_UFACTOR")) options[METIS_OPTION_UFACTOR] = atoi(o);
-  if (const char* o = getenv("ANASIM_METIS_CTYPE")) options[METIS_OPTION_CTYPE] = atoi(o);
-  auto t0 = std::chrono::steady_clock::now();
-  if (METIS_NodeND(&nv, xadj.data(), adjncy.data(), nullptr, options, perm.data(), iperm.data()) != METIS_OK) return 0;
-  if (getenv("ANASIM_KLU_DEBUG")) fprintf(stderr, "metis %.4fs\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  for (int i = 0; i < n; ++i) Perm[i] = static_cast<int>(perm[i]);
-  return 1;
-}
-
 // Below this reciprocal pivot growth estimate a refactor (no pivoting) is not trusted.
 constexpr double kRefactorRcondLimit = 1e-13;
 // KLU row scaling (Common.scale): 2 = by the largest entry of each row, for a full factorization's pivoting;
@@ -80,41 +42,24 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
-  if (const char* o = getenv("ANASIM_KLU_ORDERING")) common_.ordering = atoi(o);
-  common_.user_order = metis_order;
-  if (const char* o = getenv("ANASIM_KLU_BTF")) common_.btf = atoi(o);
-  auto t0 = std::chrono::steady_clock::now();
   symbolic_ = klu_analyze(n, const_cast<int*>(Ap), const_cast<int*>(Ai), &common_);
-  if (getenv("ANASIM_KLU_DEBUG"))
-    fprintf(stderr, "klu_analyze n=%d nnz=%d lnz=%g unz=%g blocks=%d %.4fs\n", n, Ap[n], symbolic_->lnz, symbolic_->unz,
-            symbolic_->nblocks, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return symbolic_ != nullptr;
 }
 
 template <class T>
 bool SparseLU<T>::full_factor(const T* Ax) {
-  if constexpr (std::is_same_v<T, double>) if (const char* d = getenv("ANASIM_DUMP_MATRIX")) {
-    FILE* f = fopen(d, "wb");
-    int nnz = Ap_[n_];
-    fwrite(&n_, 4, 1, f); fwrite(&nnz, 4, 1, f); fwrite(Ap_, 4, n_ + 1, f); fwrite(Ai_, 4, nnz, f); fwrite(Ax, 8, nnz, f);
-    fclose(f);
-  }
   if (numeric_) {
     if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
     else klu_z_free_numeric(&numeric_, &common_);
   }
   common_.halt_if_singular = 1;
   common_.scale = kScaleFactor;
-  auto t0 = std::chrono::steady_clock::now();
   if constexpr (std::is_same_v<T, double>)
     numeric_ = klu_factor(const_cast<int*>(Ap_), const_cast<int*>(Ai_), const_cast<double*>(Ax), symbolic_, &common_);
   else
     numeric_ = klu_z_factor(const_cast<int*>(Ap_), const_cast<int*>(Ai_),
                             reinterpret_cast<double*>(const_cast<T*>(Ax)), symbolic_, &common_);
   ++n_factor_;
-  if (getenv("ANASIM_KLU_DEBUG") && numeric_)
-    fprintf(stderr, "klu_factor lnz=%d unz=%d %.4fs\n", numeric_->lnz, numeric_->unz,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (!numeric_ || common_.status == KLU_SINGULAR) {
     singular_col_ = common_.singular_col;
     if (numeric_) {

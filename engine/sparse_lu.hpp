@@ -1,6 +1,11 @@
 // Sparse LU with SuiteSparse KLU: symbolic analysis once per pattern, klu_factor once, then klu_refactor
 // while the pattern holds (falling back to a full pivoting factor when refactor becomes ill-conditioned).
 // One template serves the real (DC, transient) and complex (AC) systems.
+// KLU's defaults apply: BTF (block triangular form, a no-op for a matrix that is one block) and AMD ordering of
+// A + A^T. Measured on the 256x64 crossbar (33,472 unknowns): METIS nested dissection halves the factorization
+// (5.8e7 vs 1.5e8 flops) but the ordering itself costs more CPU than it saves (0.11-0.15 s vs AMD's 0.01 s), with
+// any METIS options tried; COLAMD gives 50% more fill. A METIS ordering would pay off only where one pattern
+// is refactored many times (long transients of large grids).
 #pragma once
 #include <complex>
 #include <vector>

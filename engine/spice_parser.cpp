@@ -6,6 +6,7 @@
 // is lower-cased once and a logical line is a view into it (copied only when '+' lines are joined), tokens are
 // views into the line, positions come from one segment per physical line, duplicate-name checks hash names to
 // indices, and objects are built in place in the parsed netlist. Error messages are formatted only on errors.
+// A deck of 20,000 lines or more is read as two halves on two threads (SpiceParser::parse_split).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -13,8 +14,10 @@
 #include <deque>
 #include <fmt/format.h>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <unordered_set>
+#include "engine/name_index.hpp"
 #include "engine/parse.hpp"
 
 namespace anasim {
@@ -215,71 +218,16 @@ std::string what_text(const What& w) {
     return std::string(w);
 }
 
-// The names defined so far, for duplicate checks: an open-addressing hash set of indices into the vector that
-// holds the named objects (out_.devices, out_.models, ...), so adding a name allocates nothing. The first
-// definition of a name is kept.
-class NameIndex {
- public:
-  // Adds `name` as object `idx` unless it is already there. Returns the index of the first object of that name
-  // and whether `name` was added. name_of(k) is the name of object k.
-  template <class NameOf>
-  std::pair<size_t, bool> try_emplace(std::string_view name, size_t idx, const NameOf& name_of) {
-    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
-    uint64_t h = hash(name);
-    size_t mask = slots_.size() - 1;
-    for (size_t k = h & mask;; k = (k + 1) & mask) {
-      Slot& sl = slots_[k];
-      if (sl.idx1 == 0) {
-        sl = Slot{h, idx + 1};
-        ++count_;
-        return {idx, true};
-      }
-      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return {sl.idx1 - 1, false};
-    }
-  }
-  void clear() {
-    slots_ = {};
-    count_ = 0;
-  }
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    size_t idx1 = 0;  // object index + 1; 0 = empty slot
-  };
-  std::vector<Slot> slots_;  // size 0 or a power of two, at most half full
-  size_t count_ = 0;
-
-  static uint64_t hash(std::string_view s) {  // FNV-1a, then a final mix for the low bits used as the slot
-    uint64_t h = 14695981039346656037ull;
-    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h ^ (h >> 29);
-  }
-  void rehash(size_t size) {  // size: a power of two
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(size, Slot{});
-    size_t mask = slots_.size() - 1;
-    for (const Slot& sl : old) {
-      if (sl.idx1 == 0) continue;
-      size_t k = sl.hash & mask;
-      while (slots_[k].idx1 != 0) k = (k + 1) & mask;
-      slots_[k] = sl;
-    }
-  }
-};
-
-// The name_of for a NameIndex into v: k -> v[k].name.
-template <class T>
-auto names_of(const std::vector<T>& v) {
-  return [&v](size_t k) -> const std::string& { return v[k].name; };
-}
+// The names defined so far, for duplicate checks: NameIndex (engine/name_index.hpp) into the vector that holds
+// the named objects (out_.devices, out_.models, ...). The first definition of a name is kept.
 
 class SpiceParser {
  public:
   SpiceParser(const DeviceCatalog& cat, ParsedNetlist& out) : cat_(cat), out_(out) { index_top_level(); }
 
   // Parses the lines of one file. `has_title`: the first line is the deck title (top-level file only).
-  void parse_text(const std::string& path, std::string text, bool has_title, int depth) {
+  // `split`: a large top-level deck may be read as two halves on two threads (see parse_split).
+  void parse_text(const std::string& path, std::string text, bool has_title, int depth, bool split = false) {
     files_.emplace_back();
     SrcFile& f = files_.back();
     f.path = path;
@@ -290,7 +238,122 @@ class SpiceParser {
       if (!f.lines.empty()) out_.title = trim(f.line(0));
       first = 1;
     }
-    if (depth == 0 && out_.devices.empty()) out_.devices.reserve(f.lines.size());  // a flat deck: mostly devices
+    if (split && depth == 0 && out_.devices.empty() && parse_split(f, first)) return;
+    if (depth == 0 && out_.devices.empty()) reserve_devices(f.lines.size());  // a flat deck: mostly devices
+    parse_lines(f, first, f.lines.size(), depth);
+  }
+
+  // Checks done once the whole deck is read.
+  void finish() {
+    if (cur_sub_ >= 0 && !too_many_errors()) {
+      const SubcktDef& s = out_.subckts[cur_sub_];
+      err(s.loc, fmt::format("missing .ends for .subckt '{}'", s.name));
+    }
+  }
+
+  Status status() const { return st_; }
+
+ private:
+  // Decks with at least this many lines are read as two halves in parallel (when two threads are available).
+  static constexpr size_t kSplitLines = 20000;
+
+  void reserve_devices(size_t n) {
+    out_.devices.reserve(n);
+    top_devices_.reserve(n);
+  }
+
+  // Reads lines [first, n) of f, a top-level deck, as two halves: the second half on a second thread into a
+  // ParsedNetlist of its own, appended to out_ afterwards. The split is at a line that starts a statement at
+  // the top level (not inside .subckt or .control), with no .end, .include or .lib before it, so each half
+  // reads exactly as it would in one pass. The result is kept only if neither half reports an error or a
+  // warning and no name is defined in both halves; otherwise the deck is read again in one pass (so messages
+  // and their order are those of the sequential reader). Returns false if the deck is not split.
+  bool parse_split(const SrcFile& f, size_t first) {
+    const size_t n = f.lines.size();
+    if (n < kSplitLines || std::thread::hardware_concurrency() < 2) return false;
+    const size_t mid = first + (n - first) / 2;
+    size_t split = n;
+    int sub_depth = 0;
+    bool control = false;
+    for (size_t i = first; i < n && split == n; ++i) {
+      std::string_view s(f.lower.data() + f.lines[i].first, f.lines[i].second);
+      size_t b = 0;
+      while (b < s.size() && is_space(s[b])) ++b;
+      if (b == s.size()) continue;
+      const char c = s[b];
+      if (i >= mid && sub_depth == 0 && !control && (c == '.' || (c >= 'a' && c <= 'z'))) {
+        split = i;
+        break;
+      }
+      if (c != '.') continue;
+      size_t e = b;
+      while (e < s.size() && !is_space(s[e])) ++e;
+      std::string_view word = s.substr(b, e - b);
+      if (control) {
+        control = word != ".endc";
+        continue;
+      }
+      std::string_view card = word.substr(0, word.find_first_of("=(),"));
+      if (card == ".end" || card == ".include" || card == ".inc" || card == ".lib") return false;
+      if (card == ".control") control = true;
+      if (card == ".subckt") ++sub_depth;
+      if (card == ".ends" && sub_depth > 0) --sub_depth;
+    }
+    if (split == n) return false;
+
+    ParsedNetlist tail;
+    tail.file = out_.file;
+    SpiceParser second(cat_, tail);
+    second.reserve_devices(n - split);
+    std::thread worker([&] {
+      second.parse_lines(f, split, n, 0);
+      second.finish();
+    });
+    reserve_devices(n - first);
+    parse_lines(f, first, split, 0);
+    finish();
+    worker.join();
+
+    bool ok = st_.errors.empty() && st_.warnings.empty() && second.st_.errors.empty() && second.st_.warnings.empty();
+    for (size_t k = 0; ok && k < tail.devices.size(); ++k)
+      ok = top_devices_.find(tail.devices[k].name, names_of(out_.devices)) == NameIndex::npos;
+    for (size_t k = 0; ok && k < tail.models.size(); ++k)
+      ok = models_.find(tail.models[k].name, names_of(out_.models)) == NameIndex::npos;
+    for (size_t k = 0; ok && k < tail.subckts.size(); ++k)
+      ok = subckts_.find(tail.subckts[k].name, names_of(out_.subckts)) == NameIndex::npos;
+    if (!ok) {  // read again in one pass
+      const std::string title = out_.title;
+      out_ = ParsedNetlist{};
+      out_.file = tail.file;
+      out_.title = title;
+      st_ = Status{};
+      cur_sub_ = scratch_sub_ = -1;
+      in_control_ = false;
+      for (NameIndex* ix : {&top_devices_, &sub_devices_, &models_, &sub_models_, &subckts_}) ix->clear();
+      reserve_devices(n - first);
+      parse_lines(f, first, n, 0);
+      return true;
+    }
+    auto append = [](auto& to, auto& from) {
+      to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    };
+    append(out_.devices, tail.devices);
+    append(out_.models, tail.models);
+    append(out_.subckts, tail.subckts);
+    append(out_.params, tail.params);
+    append(out_.analyses, tail.analyses);
+    append(out_.options, tail.options);
+    append(out_.ics, tail.ics);
+    append(out_.outputs, tail.outputs);
+    append(out_.extra, tail.extra);
+    if (!tail.title.empty()) out_.title = std::move(tail.title);  // a .title card in the second half
+    // The name indexes now cover only the first half; nothing reads them once the top-level deck is read.
+    for (NameIndex* ix : {&top_devices_, &sub_devices_, &models_, &sub_models_, &subckts_}) ix->clear();
+    return true;
+  }
+
+  // Reads lines [first, last) of f at include depth `depth`.
+  void parse_lines(const SrcFile& f, size_t first, size_t last, int depth) {
     // Logical lines are read one at a time: a line is complete when the next non-comment line does not start
     // with '+'. A '+' with no preceding line can only occur before the first line, so the errors come out in
     // file order.
@@ -299,7 +362,7 @@ class SpiceParser {
     Tokens toks;
     bool open = false;   // L holds a line not yet processed
     size_t special = 0;  // position in f.text of the next ; $ { } ' " at or after the current line
-    for (size_t i = first; i < f.lines.size(); ++i) {
+    for (size_t i = first; i < last; ++i) {
       std::string_view s = f.line(i);
       size_t at_file = f.lines[i].first;  // where s starts in f.text and f.lower
       int lineno = static_cast<int>(i) + 1;
@@ -342,17 +405,6 @@ class SpiceParser {
     if (open && !too_many_errors()) process(L, depth, toks);
   }
 
-  // Checks done once the whole deck is read.
-  void finish() {
-    if (cur_sub_ >= 0 && !too_many_errors()) {
-      const SubcktDef& s = out_.subckts[cur_sub_];
-      err(s.loc, fmt::format("missing .ends for .subckt '{}'", s.name));
-    }
-  }
-
-  Status status() const { return st_; }
-
- private:
   const DeviceCatalog& cat_;
   ParsedNetlist& out_;
   Status st_;
@@ -1305,11 +1357,12 @@ class SpiceParser {
   }
 };
 
-Status run_spice(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out) {
+Status run_spice(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out,
+                 bool split) {
   out = ParsedNetlist{};
   out.file = name;
   SpiceParser p(cat, out);
-  p.parse_text(name, text, true, 0);
+  p.parse_text(name, text, true, 0, split);
   p.finish();
   return p.status();
 }
@@ -1318,7 +1371,7 @@ Status run_spice(const std::string& text, const std::string& name, const DeviceC
 
 Status parse_spice_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                           ParsedNetlist& out) {
-  return run_spice(text, pseudo_name, cat, out);
+  return run_spice(text, pseudo_name, cat, out, true);
 }
 
 Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out) {
@@ -1327,10 +1380,15 @@ Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetl
     out = ParsedNetlist{};
     return Status::input(fmt::format("cannot open netlist '{}': {}", path, why));
   }
-  return run_spice(text, path, cat, out);
+  return run_spice(text, path, cat, out, true);
 }
 
 namespace detail {
+
+Status parse_spice_string_one_pass(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                                  ParsedNetlist& out) {
+  return run_spice(text, pseudo_name, cat, out, false);
+}
 
 Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,
                      const SourceLoc& at) {

@@ -1,6 +1,7 @@
 // Tests for engine/spice_parser.cpp: every card and source syntax, continuations, comments, includes,
 // subcircuits, and located error messages.
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -471,4 +472,93 @@ TEST_CASE("spice parser: robustness on odd input") {
     ParsedNetlist pn;
     (void)parse_spice_string(s, "fuzz.cir", cat(), pn);
   }
+}
+
+namespace {
+
+// Everything the reader produces for a device, as text (names, nodes, parameters with their locations).
+std::string describe(const DeviceInstance& d) {
+  std::string s = d.name + " " + d.type + " " + d.model + "@" + std::to_string(d.loc.line) + ":" +
+                  std::to_string(d.loc.col);
+  for (size_t k = 0; k < d.nodes.size(); ++k)
+    s += " " + d.nodes[k] + "@" + std::to_string(d.node_locs[k].line) + ":" + std::to_string(d.node_locs[k].col);
+  for (const auto& p : d.params) {
+    s += " " + p.name + "=" + values(&p) + "@" + std::to_string(p.loc.line) + ":" + std::to_string(p.loc.col);
+    for (const auto& v : p.values) s += "," + std::to_string(v.loc.line) + ":" + std::to_string(v.loc.col);
+  }
+  return s;
+}
+
+// A deck of about 2 x 12,000 lines with subcircuits, models, parameters, continuations and comments
+// throughout; each `extra` line is inserted before the lines of block i (of 12,000 blocks of about 4 lines).
+std::string big_deck(const std::vector<std::pair<int, std::string>>& extra = {}) {
+  std::vector<std::string> lines = {"big deck for the two-half reader", ".param rv=2k", ".model dm d is=1e-14"};
+  for (int i = 0; i < 12000; ++i) {
+    for (const auto& [at, line] : extra)
+      if (at == i) lines.push_back(line);
+    if (i % 3000 == 7) {
+      lines.push_back(".subckt cell" + std::to_string(i) + " a b");
+      lines.push_back("r1 a m {rv}");
+      lines.push_back("+ ; a continuation with only a comment");
+      lines.push_back("d1 m b dm");
+      lines.push_back(".ends");
+      lines.push_back("x" + std::to_string(i) + " n" + std::to_string(i) + " 0 cell" + std::to_string(i));
+    }
+    lines.push_back("* comment " + std::to_string(i));
+    lines.push_back("R" + std::to_string(i) + " n" + std::to_string(i) + " n" + std::to_string(i + 1) + " " +
+                    std::to_string(1 + i % 97) + "k ; inline");
+    lines.push_back("c" + std::to_string(i) + " n" + std::to_string(i + 1) + " 0");
+    lines.push_back("+ 1p");
+  }
+  lines.push_back("v1 n0 0 dc 1 ac 1");
+  lines.push_back(".model dm2 d is=2e-14");
+  lines.push_back(".op");
+  lines.push_back(".end");
+  std::string s;
+  for (const auto& l : lines) s += l + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("spice parser: a large deck reads the same in two halves as in one pass") {
+  auto compare = [](const std::string& deck) {
+    ParsedNetlist two, one;
+    Status s2 = parse_spice_string(deck, "big.cir", cat(), two);
+    Status s1 = detail::parse_spice_string_one_pass(deck, "big.cir", cat(), one);
+    CHECK(s2.to_string() == s1.to_string());
+    CHECK(s2.warnings == s1.warnings);
+    CHECK(two.title == one.title);
+    REQUIRE(two.devices.size() == one.devices.size());
+    for (size_t k = 0; k < one.devices.size(); ++k) {
+      if (describe(two.devices[k]) != describe(one.devices[k])) {
+        CHECK(describe(two.devices[k]) == describe(one.devices[k]));
+        break;
+      }
+    }
+    REQUIRE(two.subckts.size() == one.subckts.size());
+    for (size_t k = 0; k < one.subckts.size(); ++k) {
+      CHECK(two.subckts[k].name == one.subckts[k].name);
+      CHECK(two.subckts[k].devices.size() == one.subckts[k].devices.size());
+    }
+    REQUIRE(two.models.size() == one.models.size());
+    for (size_t k = 0; k < one.models.size(); ++k) CHECK(two.models[k].name == one.models[k].name);
+    CHECK(two.params.size() == one.params.size());
+    CHECK(two.analyses.size() == one.analyses.size());
+    return s1;
+  };
+  const std::string deck = big_deck();
+  REQUIRE(std::count(deck.begin(), deck.end(), '\n') > 40000);  // well over the two-half threshold
+  CHECK(compare(deck).ok());
+  // A name defined in both halves, an error in the second half, a .title or .model in the second half, a
+  // .subckt left open across the middle, a .end in the first half, a .control block across the middle, a
+  // subcircuit defined in the second half and used in the first: the same netlist and messages as one pass.
+  CHECK(compare(big_deck({{10000, "r5 a b 1k"}})).errors[0].message.find("duplicate device name 'r5'") == 0);
+  CHECK(!compare(big_deck({{10000, "r_bad a"}})).ok());
+  CHECK(compare(big_deck({{10000, ".title second half"}})).ok());
+  CHECK(compare(big_deck({{10000, ".model dm d is=3e-14"}})).errors[0].message.find("duplicate .model 'dm'") == 0);
+  CHECK(!compare(big_deck({{5000, ".subckt open a b"}})).ok());
+  CHECK(compare(big_deck({{2500, ".end"}})).ok());
+  CHECK(compare(big_deck({{5500, ".control"}, {7000, ".endc"}})).ok());
+  CHECK(compare(big_deck({{9000, ".subckt late a b\nr1 a b 1\n.ends"}, {100, "xl p q late"}})).ok());
 }

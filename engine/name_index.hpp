@@ -1,0 +1,90 @@
+// NameIndex: a set of names stored as indices into the vector that holds the named objects (devices, nodes,
+// models), for netlists of 10^5..10^6 names. Open addressing over (hash, index) slots: adding a name copies no
+// string and allocates nothing but the occasional rehash.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace anasim {
+
+class NameIndex {
+ public:
+  // Room for `n` names without a rehash.
+  void reserve(size_t n) {
+    size_t size = 16;
+    while (size < 2 * n) size *= 2;
+    if (size > slots_.size()) rehash(size);
+  }
+  // Adds `name` as object `idx` unless it is already there. Returns the index of the first object of that name
+  // and whether `name` was added. name_of(k) is the name of object k (anything comparable to a string_view).
+  template <class NameOf>
+  std::pair<size_t, bool> try_emplace(std::string_view name, size_t idx, const NameOf& name_of) {
+    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
+    const uint64_t h = hash(name);
+    const size_t mask = slots_.size() - 1;
+    for (size_t k = h & mask;; k = (k + 1) & mask) {
+      Slot& sl = slots_[k];
+      if (sl.idx1 == 0) {
+        sl = Slot{h, idx + 1};
+        ++count_;
+        return {idx, true};
+      }
+      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return {sl.idx1 - 1, false};
+    }
+  }
+  // Index of the object named `name`, or npos.
+  template <class NameOf>
+  size_t find(std::string_view name, const NameOf& name_of) const {
+    if (slots_.empty()) return npos;
+    const uint64_t h = hash(name);
+    const size_t mask = slots_.size() - 1;
+    for (size_t k = h & mask;; k = (k + 1) & mask) {
+      const Slot& sl = slots_[k];
+      if (sl.idx1 == 0) return npos;
+      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return sl.idx1 - 1;
+    }
+  }
+  void clear() {
+    slots_ = {};
+    count_ = 0;
+  }
+  static constexpr size_t npos = static_cast<size_t>(-1);
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    size_t idx1 = 0;  // object index + 1; 0 = empty slot
+  };
+  std::vector<Slot> slots_;  // size 0 or a power of two, at most half full
+  size_t count_ = 0;
+
+  static uint64_t hash(std::string_view s) {  // FNV-1a, then a final mix for the low bits used as the slot
+    uint64_t h = 14695981039346656037ull;
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h ^ (h >> 29);
+  }
+  void rehash(size_t size) {  // size: a power of two
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(size, Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& sl : old) {
+      if (sl.idx1 == 0) continue;
+      size_t k = sl.hash & mask;
+      while (slots_[k].idx1 != 0) k = (k + 1) & mask;
+      slots_[k] = sl;
+    }
+  }
+};
+
+// The name_of for a NameIndex into v: k -> v[k].name.
+template <class T>
+auto names_of(const std::vector<T>& v) {
+  return [&v](size_t k) -> const std::string& { return v[k].name; };
+}
+
+}  // namespace anasim

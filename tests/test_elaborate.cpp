@@ -1,0 +1,93 @@
+// Tests for engine/elaborate.cpp: large flat netlists (elaborated on two threads) give the same flat netlist
+// and the same first error as the one-thread path taken by netlists with subcircuit instances.
+#include <doctest/doctest.h>
+#include <string>
+#include "devices/registry.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/parse.hpp"
+
+using namespace anasim;
+
+namespace {
+
+// A resistor ladder of `n` sections with diodes and a source, plus `extra` lines before the analysis.
+std::string ladder(int n, const std::string& extra = "") {
+  std::string s = "ladder\n.param rv=2k\n.model dm d is=1e-14\nv1 n0 0 dc 1\n";
+  for (int i = 0; i < n; ++i) {
+    s += "r" + std::to_string(i) + " n" + std::to_string(i) + " n" + std::to_string(i + 1) + " {rv}\n";
+    s += "d" + std::to_string(i) + " n" + std::to_string(i + 1) + " 0 dm\n";
+  }
+  return s + extra + ".op\n.end\n";
+}
+
+// Elaborates text; returns the status (first error, if any).
+Status elab(const std::string& text, FlatNetlist& fn) {
+  ParsedNetlist pn;
+  Status st = parse_spice_string(text, "ladder.cir", builtin_catalog(), pn);
+  if (!st) return st;
+  return elaborate(pn, builtin_catalog(), fn);
+}
+
+}  // namespace
+
+TEST_CASE("elaborate: a large flat netlist matches the one-thread path") {
+  // The subcircuit instance at the end sends the second netlist down the one-thread path.
+  const std::string sub = ".subckt one a\nr1 a 0 1k\n.ends\nxlast n0 one\n";
+  FlatNetlist two, one;
+  REQUIRE(elab(ladder(15000), two).ok());
+  REQUIRE(elab(ladder(15000, sub), one).ok());
+  REQUIRE(two.devices.size() + 1 == one.devices.size());
+  REQUIRE(two.node_names.size() == one.node_names.size());
+  CHECK(two.node_names == one.node_names);
+  for (size_t k = 0; k < two.devices.size(); ++k) {
+    const FlatDevice &a = two.devices[k], &b = one.devices[k];
+    bool same = a.name == b.name && a.type == b.type && a.nodes.size() == b.nodes.size() &&
+                a.node_names == b.node_names && a.model_name == b.model_name && a.loc.line == b.loc.line;
+    for (size_t i = 0; same && i < a.nodes.size(); ++i) same = a.nodes[i] == b.nodes[i];
+    for (size_t i = 0; same && i < a.params.value.size(); ++i)
+      same = a.params.value[i] == b.params.value[i] && a.params.given[i] == b.params.given[i];
+    for (size_t i = 0; same && i < a.model.value.size(); ++i) same = a.model.value[i] == b.model.value[i];
+    if (!same) {
+      FAIL_CHECK("device " << k << " (" << a.name << ") differs");
+      break;
+    }
+  }
+
+  // The first error in device order wins, whichever half or pass finds it.
+  auto first_error = [&](const std::string& extra_early, const std::string& extra_late) {
+    std::string text = ladder(15000, extra_late);
+    text.insert(text.find("r100 "), extra_early);
+    FlatNetlist fa, fb;
+    Status a = elab(text, fa);
+    Status b = elab(text.substr(0, text.find(".op")) + sub + ".op\n.end\n", fb);
+    REQUIRE_FALSE(a.ok());
+    REQUIRE_FALSE(b.ok());
+    CHECK(a.errors[0].message == b.errors[0].message);
+    CHECK(a.errors[0].loc.line == b.errors[0].loc.line);
+    return a.errors[0].message;
+  };
+  CHECK(first_error("rbad1 a b -1\n", "rbad2 a b -2\n").find("rbad1") != std::string::npos);  // first half
+  CHECK(first_error("", "rbad2 a b -2\n").find("rbad2") != std::string::npos);                // second half
+  CHECK(first_error("dbad a b nomodel\n", "").find("undefined model 'nomodel'") == 0);
+  CHECK(first_error("", "e1 a b c d\n").find("needs a value") != std::string::npos);
+
+  // A duplicate name (the readers reject them; a ParsedNetlist built otherwise may have one), alone and after
+  // an invalid device.
+  auto duplicate = [&](bool bad_before) {
+    auto with_dup = [&](const std::string& extra) {
+      ParsedNetlist pn;
+      REQUIRE(parse_spice_string(ladder(15000, extra), "ladder.cir", builtin_catalog(), pn).ok());
+      pn.devices.insert(pn.devices.begin() + 20000, pn.devices[101]);
+      if (bad_before) pn.devices[19000].type = "q";
+      FlatNetlist fn;
+      return elaborate(pn, builtin_catalog(), fn);
+    };
+    Status a = with_dup(""), b = with_dup(sub);
+    REQUIRE_FALSE(a.ok());
+    REQUIRE_FALSE(b.ok());
+    CHECK(a.errors[0].message == b.errors[0].message);
+    return a.errors[0].message;
+  };
+  CHECK(duplicate(false).find("duplicate device name") == 0);
+  CHECK(duplicate(true).find("unknown device type 'q'") == 0);
+}
