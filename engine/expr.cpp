@@ -212,24 +212,18 @@ class ExprParser {
     return check(q, sink_.select(v, a, b));
   }
 
-  bool logical_or(V& v) {
-    if (!logical_and(v)) return false;
-    while (at2('|', '|')) {
-      size_t op = p_;
-      p_ += 2;
-      V r{};
-      if (!logical_and(r) || !check(op, sink_.binary(Bin::Or, v, r))) return false;
-    }
-    return true;
-  }
+  // logical_or := logical_and ('||' logical_and)*;  logical_and := comparison ('&&' comparison)*
+  bool logical_or(V& v) { return left_assoc(v, '|', Bin::Or, &ExprParser::logical_and); }
+  bool logical_and(V& v) { return left_assoc(v, '&', Bin::And, &ExprParser::comparison); }
 
-  bool logical_and(V& v) {
-    if (!comparison(v)) return false;
-    while (at2('&', '&')) {
+  // operand (cc operand)*, left-associative: the two-character operators '||' and '&&'.
+  bool left_assoc(V& v, char c, Bin op_kind, bool (ExprParser::*operand)(V&)) {
+    if (!(this->*operand)(v)) return false;
+    while (at2(c, c)) {
       size_t op = p_;
       p_ += 2;
       V r{};
-      if (!comparison(r) || !check(op, sink_.binary(Bin::And, v, r))) return false;
+      if (!(this->*operand)(r) || !check(op, sink_.binary(op_kind, v, r))) return false;
     }
     return true;
   }
