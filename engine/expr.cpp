@@ -912,9 +912,9 @@ std::optional<double> parse_spice_number(const std::string& text) {
   return sign * v;
 }
 
-Status evaluate_expr(const std::string& text, const SourceLoc& loc, const Scope& scope, double& out) {
-  size_t b = 0, e = text.size();
-  // Strip surrounding whitespace, braces and quotes; offsets stay relative to `text` for the caret.
+// Narrows [b, e) of `text` past surrounding whitespace, braces and quotes; offsets stay relative to `text` (for the
+// caret of error messages).
+static void strip_wrappers(const std::string& text, size_t& b, size_t& e) {
   for (;;) {
     while (b < e && is_space(text[b])) ++b;
     while (e > b && is_space(text[e - 1])) --e;
@@ -926,6 +926,11 @@ Status evaluate_expr(const std::string& text, const SourceLoc& loc, const Scope&
     }
     break;
   }
+}
+
+Status evaluate_expr(const std::string& text, const SourceLoc& loc, const Scope& scope, double& out) {
+  size_t b = 0, e = text.size();
+  strip_wrappers(text, b, e);
   // Fast path: a plain number.
   if (auto v = parse_spice_number(text.substr(b, e - b))) {
     out = *v;
@@ -948,17 +953,7 @@ Status compile_expr(const std::string& text, const SourceLoc& loc, const Scope& 
                     CompiledExpr& out) {
   out = CompiledExpr{};
   size_t b = 0, e = text.size();
-  for (;;) {  // strip surrounding whitespace, braces and quotes, as evaluate_expr
-    while (b < e && is_space(text[b])) ++b;
-    while (e > b && is_space(text[e - 1])) --e;
-    if (e - b >= 2 && ((text[b] == '{' && text[e - 1] == '}') || (text[b] == '\'' && text[e - 1] == '\'') ||
-                       (text[b] == '"' && text[e - 1] == '"'))) {
-      ++b;
-      --e;
-      continue;
-    }
-    break;
-  }
+  strip_wrappers(text, b, e);
   ExprCompiler sink(names, out);
   ExprParser<ExprCompiler> p(text, b, e, loc, scope, sink);
   ExprCompiler::Value v;
