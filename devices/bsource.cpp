@@ -3,7 +3,8 @@
 // expression of node voltages v(a) / v(a, b), branch currents i(vname), parameters and time
 // (engine/expr.hpp). The expression is compiled once at elaboration; every Newton iteration evaluates it with
 // its exact gradient and stamps the linearisation f(x0) + sum_k df/dx_k (x_k - x0_k). AC uses the same
-// Jacobian at the operating point. The source is memoryless.
+// Jacobian at the operating point. The source is memoryless, except for the Newton step limiting of its
+// tanh() arguments (ExprLimiting: the arguments at the previous iterate), as the op-amp device limits its own.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -28,6 +29,7 @@ class BSource : public Device {
     x0_.resize(nv);
     grad_.resize(nv);
     work_.resize(f_->work_size());
+    lim_prev_.resize(static_cast<size_t>(f_->n_limited()));
   }
 
   bool nonlinear() const override { return f_->n_vars() > 0; }
@@ -56,7 +58,11 @@ class BSource : public Device {
   void load(LoadContext& ctx) override {
     const size_t nv = u_.size();
     for (size_t k = 0; k < nv; ++k) x0_[k] = ctx.v(u_[k]);
-    const double f = f_->eval(x0_.data(), ctx.time, grad_.data(), work_.data());
+    ExprLimiting lim;
+    lim.prev = lim_prev_.data();
+    lim.first = ctx.init_junctions;
+    const double f = f_->eval(x0_.data(), ctx.time, grad_.data(), work_.data(), &lim);
+    if (lim.limited) ctx.noncon = true;
     double c = f;  // constant part of the linearisation
     for (size_t k = 0; k < nv; ++k) c -= grad_[k] * x0_[k];
     stamp_jacobian(ctx.A);
@@ -102,6 +108,7 @@ class BSource : public Device {
   std::vector<Entries> jac_;        // size n_vars
   std::vector<double> x0_, grad_;   // size n_vars: iterate [V or A]; gradient at the last load [S, V/V, ohm, A/A]
   std::vector<double> work_;        // size f_->work_size(): evaluation scratch
+  std::vector<double> lim_prev_;    // size f_->n_limited(): limited tanh arguments at the previous iterate
 };
 
 class BSourceType : public DeviceType {

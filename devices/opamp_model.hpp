@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include "engine/limiting.hpp"
 
 namespace anasim::opamp_model {
 
@@ -75,22 +76,7 @@ inline void fixed_swing(const Coeffs& c, double& vhi, double& vlo, double& vmid,
   vhalf = kHs * softplus((0.5 / kHs) * (vhi - vlo));
 }
 
-// Newton step limiting for a tanh argument (in the manner of SPICE's fetlim): on the flat tails the tangent
-// carries no information, so an argument heading into a tail at most doubles per iteration (from inside the
-// linear region it stops at +-kLin), and one heading into the opposite tail restarts from 0, the linear model.
-// Returns the argument to evaluate at; `limited` tells whether it differs from xnew.
-inline double limit_tanh_arg(double xnew, double xold, bool& limited) {
-  constexpr double kLin = 2.0;
-  limited = false;
-  if (std::fabs(xnew) <= kLin) return xnew;
-  double bound = 0;
-  if (xnew > 0 && xold >= 0) bound = std::max(2 * xold, kLin);
-  if (xnew < 0 && xold <= 0) bound = std::min(2 * xold, -kLin);
-  if (xnew > 0 ? xnew > bound : xnew < bound) {
-    limited = true;
-    return bound;
-  }
-  return xnew;
-}
+// Newton step limiting of the tanh arguments (engine/limiting.hpp).
+using anasim::limit_tanh_arg;
 
 }  // namespace anasim::opamp_model

@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 #include <fmt/format.h>
+#include "engine/limiting.hpp"
 #include "engine/netlist.hpp"
 
 namespace anasim {
@@ -727,6 +728,8 @@ class ExprCompiler {
       code.push_back({ExprOp::Const, 0, 0.0});
       code.push_back(root);
     }
+    for (CompiledExpr::Instr& in : code)  // slots after merging: one per distinct tanh
+      if (in.op == ExprOp::Tanh) in.var = out_.n_limited_++;
     out_.code_ = std::move(code);
   }
 
@@ -782,7 +785,7 @@ class ExprCompiler {
   }
 };
 
-double CompiledExpr::eval(const double* x, double t, double* grad, double* work) const {
+double CompiledExpr::eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim) const {
   // Forward sweep: the value of every instruction and the partial derivatives with respect to its operands.
   const size_t m = code_.size();
   double* val = work;
@@ -813,6 +816,20 @@ double CompiledExpr::eval(const double* x, double t, double* grad, double* work)
         pc[i] = k == 2;
         break;
       }
+      case ExprOp::Tanh:
+        if (lim) {  // the tangent at the limited argument xl stands in for tanh at the argument a
+          const double a = val[in.a];
+          double& prev = lim->prev[in.var];
+          bool limited = false;
+          const double xl = lim->first ? a : limit_tanh_arg(a, prev, limited);
+          const double th = std::tanh(xl), s = 1 - th * th;
+          prev = xl;
+          val[i] = th + s * (a - xl);
+          pa[i] = s;
+          if (limited && std::fabs(val[i] - std::tanh(a)) > 1e-15) lim->limited = true;
+          break;
+        }
+        [[fallthrough]];
       default:
         if (in.op <= ExprOp::Ramp) {
           const D1 r = unary_op(in.op, val[in.a]);

@@ -55,6 +55,16 @@ enum class ExprOp : uint8_t {
   Select, Limit,
 };
 
+// Newton step limiting state of one place a behavioural expression is evaluated (one B source instance).
+// Every tanh() whose argument depends on the unknowns has a slot: its argument is limited against the one
+// of the previous iterate (engine/limiting.hpp), and tanh is replaced by its tangent at the limited argument,
+// as SPICE's device models limit their junction voltages. A converged iterate is never limited.
+struct ExprLimiting {
+  double* prev = nullptr;  // size n_limited(): each slot's argument at the previous iterate (updated by eval)
+  bool first = false;      // first iteration from a fresh start: evaluate unlimited and record the arguments
+  bool limited = false;    // out: an argument was limited and the tangent differs from the function there
+};
+
 // A behavioural expression compiled once: parameters are folded to constants, node voltages and branch
 // currents are variables x[0..n). eval() returns the value and the exact gradient without allocating: a
 // forward sweep computes every instruction's value and local partial derivatives, a reverse sweep accumulates
@@ -64,7 +74,7 @@ class CompiledExpr {
  public:
   struct Instr {
     ExprOp op;
-    int var = 0;     // Var: index into quantities()
+    int var = 0;     // Var: index into quantities(); Tanh: limiting slot (ExprLimiting::prev)
     double c = 0;    // Const: the value
     int a = -1, b = -1, c3 = -1;  // indices of the instructions producing the operands (by arity)
   };
@@ -74,9 +84,12 @@ class CompiledExpr {
   // Size of the scratch array eval() needs [doubles].
   size_t work_size() const { return 5 * code_.size(); }
   bool uses_time() const { return uses_time_; }
+  // Number of tanh() calls with Newton step limiting (slots of ExprLimiting::prev).
+  int n_limited() const { return n_limited_; }
   // Value at variables x (size n_vars) and time t [s]; writes d value / d x_k to grad (size n_vars).
-  // work: scratch of work_size() doubles.
-  double eval(const double* x, double t, double* grad, double* work) const;
+  // work: scratch of work_size() doubles. With `lim`, tanh arguments are limited against the previous
+  // iterate (Newton iterations); without, the expression is evaluated exactly.
+  double eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim = nullptr) const;
   // The expression as ngspice text (fully parenthesised, constants to 17 digits); name(q) spells a quantity.
   std::string text(const std::function<std::string(const ExprQuantity&)>& name) const;
   const std::vector<Instr>& code() const { return code_; }
@@ -86,6 +99,7 @@ class CompiledExpr {
   std::vector<Instr> code_;
   std::vector<ExprQuantity> quantities_;
   bool uses_time_ = false;
+  int n_limited_ = 0;
 };
 
 // Maps names written in an expression to flattened names (subcircuit ports and prefixes); a node that maps

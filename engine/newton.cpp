@@ -142,11 +142,42 @@ Status NewtonSolver::operating_point(bool from_previous) {
   if (st || !c_.nonlinear()) return st;
   if (st.errors[0].message.rfind("singular", 0) == 0 && !c_.nonlinear()) return st;
 
-  // gmin stepping: a conductance from every node to ground, reduced by decades.
+  // gmin stepping (ngspice's dynamic gmin): a conductance from every node to ground, from 1e-2 S down to gmin.
+  // The reduction factor per step grows after easy steps (at most a decade) and shrinks after hard ones; a
+  // failed step restarts from the last converged solution with the fourth root of the factor, until the factor
+  // is indistinguishable from 1.
   x_ = x0;
-  bool ok = true;
-  for (gdiag_ = 1e-2; gdiag_ > opt_.gmin * 0.999; gdiag_ /= 10) {
-    if (!newton(opt_.itl1, gdiag_ == 1e-2)) { ok = false; break; }
+  bool ok = false, started = false;
+  {
+    constexpr double kMaxFactor = 10.0;
+    const double gtarget = std::max(opt_.gmin, 1e-15);  // [S]
+    double factor = kMaxFactor, g_good = 1e-2 * kMaxFactor;
+    std::vector<double> good = x0;
+    gdiag_ = 1e-2;
+    for (;;) {
+      const long before = iterations_;
+      const bool conv = static_cast<bool>(newton(opt_.itl1, !started));
+      const long its = iterations_ - before;
+      if (conv) {
+        started = true;
+        if (gdiag_ <= gtarget) { ok = true; break; }
+        good = x_;
+        g_good = gdiag_;
+        if (its <= opt_.itl1 / 4) factor = std::min(factor * std::sqrt(factor), kMaxFactor);
+        if (its > 3 * opt_.itl1 / 4) factor = std::max(std::sqrt(factor), 1.00005);
+        if (gdiag_ < factor * gtarget) {
+          factor = gdiag_ / gtarget;
+          gdiag_ = gtarget;
+        } else {
+          gdiag_ /= factor;
+        }
+      } else {
+        if (factor < 1.00005) break;
+        factor = std::sqrt(std::sqrt(factor));
+        gdiag_ = g_good / factor;
+        x_ = good;
+      }
+    }
   }
   gdiag_ = 0.0;
   if (ok && newton(opt_.itl1, false)) return {};

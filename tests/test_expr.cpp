@@ -320,6 +320,43 @@ TEST_CASE("expr: behavioural expressions have exact gradients") {
   }
 }
 
+TEST_CASE("expr: tanh arguments are Newton-limited against the previous iterate") {
+  // Two distinct tanh calls, one repeated (merged into one slot), one constant (folded, no slot).
+  const CompiledExpr ce = compile("tanh(v(a)/0.1) + 2*tanh(v(b)) - tanh(v(a)/0.1) + tanh(0.5)");
+  REQUIRE(ce.n_limited() == 2);
+  std::vector<double> prev(2, 0.0), g(2), work(ce.work_size());
+  auto eval = [&](double a, double b, bool first, bool& limited) {
+    ExprLimiting lim;
+    lim.prev = prev.data();
+    lim.first = first;
+    const std::vector<double> x = {a, b};
+    const double f = ce.eval(x.data(), 0, g.data(), work.data(), &lim);
+    limited = lim.limited;
+    return f;
+  };
+  bool limited = false;
+  // First iteration: exact, and the arguments are recorded.
+  CHECK(eval(0.05, 30, true, limited) == doctest::Approx(2 * std::tanh(30.0) + std::tanh(0.5)));
+  CHECK_FALSE(limited);
+  CHECK(prev[1] == 30);
+  // From 30 into the opposite tail (-30): restart from 0, the tangent there (slope 1) stands in for tanh.
+  const double f = eval(0.05, -30, false, limited);
+  CHECK(limited);
+  CHECK(prev[1] == 0);
+  CHECK(f == doctest::Approx(2 * -30.0 + std::tanh(0.5)));
+  CHECK(g[1] == doctest::Approx(2));
+  // Then the argument at most doubles per iteration (from the linear region: to -2, -4, ...).
+  eval(0.05, -30, false, limited);
+  CHECK(prev[1] == -2);
+  eval(0.05, -30, false, limited);
+  CHECK(prev[1] == -4);
+  // Inside the linear region nothing is limited; without limiting state the evaluation is exact.
+  CHECK(eval(0.05, -1.5, false, limited) == doctest::Approx(2 * std::tanh(-1.5) + std::tanh(0.5)));
+  CHECK_FALSE(limited);
+  std::vector<double> g2;
+  CHECK(eval_at(ce, {0.05, -30}, g2) == doctest::Approx(2 * std::tanh(-30.0) + std::tanh(0.5)));
+}
+
 TEST_CASE("expr: behavioural expressions follow ngspice's function semantics") {
   std::vector<double> g;
   auto value = [&](const std::string& s) { return eval_at(compile(s), {}, g); };
