@@ -285,9 +285,9 @@ def nn_small_case(a, level):
     """MNIST inference of a small network exported with `anasim nn export-spice`: a 64-16-10 MLP trained here
     (seeded, 3 epochs) on 8x8-downsampled MNIST (both cached next to the case directories), mapped onto NN_HW with
     op-amps of `level`, test image 0 exported as an ngspice deck (and as YAML); ngspice and anasim then solve the
-    same deck and every node is compared. Level 0 (ideal nullor) exports as plain controlled sources, so anasim
-    reads the very deck ngspice runs; level 1-2 op-amps export as B sources, which anasim's SPICE reader lacks,
-    so anasim runs the YAML the deck was written from (run_case's fallback; op-amp internal nodes differ)."""
+    same deck and every node is compared. Level 0 (ideal nullor) exports as plain controlled sources, level 1-2
+    op-amps as ngspice B sources; anasim reads either deck itself. (run_case falls back to the YAML the deck was
+    written from only if anasim rejects the deck as input, exit 2.)"""
     def make(d):
         shared = os.path.join(os.path.dirname(d), "mnist_small_common")
         data, model = os.path.join(shared, "mnist8x8"), os.path.join(shared, "mlp_64_16_10.h5")
