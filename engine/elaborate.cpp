@@ -149,6 +149,13 @@ class Elaborator {
         field = v;
         return {};
       };
+      // An iteration limit: a positive count that fits an int (converting a larger double to int is undefined).
+      auto iterations = [&](int& field) -> Status {
+        if (!(v >= 1) || v > 1e9)
+          return Status::input(fmt::format("option {} must be from 1 to 1e9, got {}", a.name, v), a.loc);
+        field = static_cast<int>(v);
+        return {};
+      };
       Status st;
       if (a.name == "reltol") st = positive(o.reltol);
       else if (a.name == "abstol") st = positive(o.abstol);
@@ -156,8 +163,8 @@ class Elaborator {
       else if (a.name == "chgtol") st = positive(o.chgtol);
       else if (a.name == "trtol") st = positive(o.trtol);
       else if (a.name == "gmin") st = positive(o.gmin);
-      else if (a.name == "itl1") { double d = 0; st = positive(d); o.itl1 = static_cast<int>(d); }
-      else if (a.name == "itl4") { double d = 0; st = positive(d); o.itl4 = static_cast<int>(d); }
+      else if (a.name == "itl1") st = iterations(o.itl1);
+      else if (a.name == "itl4") st = iterations(o.itl4);
       else if (a.name == "maxord") {
         if (v != 1 && v != 2) st = Status::input(fmt::format("option maxord must be 1 or 2, got {}", v), a.loc);
         else o.maxord = static_cast<int>(v);

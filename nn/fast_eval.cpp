@@ -1495,4 +1495,6 @@ Status FastEvaluator::evaluate_one(const float* xin, std::uint64_t sample, std::
   return {};
 }
 
+int fast_eval_eigen_alignment() { return 1000 * EIGEN_DEFAULT_ALIGN_BYTES + EIGEN_MAX_STATIC_ALIGN_BYTES; }
+
 }  // namespace anasim::nn

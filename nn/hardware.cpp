@@ -243,7 +243,8 @@ Status parse_hardware_config(const std::string& text, const std::string& pseudo_
     for (auto it = hw.begin(); it != hw.end(); ++it) {
       const std::string key = to_lower(it->first.as<std::string>());
       if (key == "opamp") {
-        const YAML::Node& om = it->second;
+        // A copy (a node is a handle): it->second lives in the iterator's proxy, a temporary of this statement.
+        const YAML::Node om = it->second;
         if (!om.IsMap()) {
           st.merge(Status::input("expected 'opamp' to be a mapping {model: part, parameter: value}",
                                  yt.loc(om.Mark())));

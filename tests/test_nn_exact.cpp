@@ -88,6 +88,12 @@ void make_small(Small& s, MappingMode mode, int level) {
 
 }  // namespace
 
+// fast_eval.cpp is compiled for the native CPU: with AVX-512 Eigen would assume 64-byte alignment there and 16 bytes
+// here, so matrices allocated in one file were read with aligned 64-byte loads in the other (found by UBSan).
+TEST_CASE("nn exact: Eigen alignment is the same in the fast evaluator as in every other file") {
+  CHECK(nn::fast_eval_eigen_alignment() == 1000 * EIGEN_DEFAULT_ALIGN_BYTES + EIGEN_MAX_STATIC_ALIGN_BYTES);
+}
+
 TEST_CASE("nn exact: fast evaluator equals the MNA solve on every layer output") {
   for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid})
     for (int level : {1, 2, 0}) {
