@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
+#include "engine/limiting.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/stamps.hpp"
 
@@ -170,23 +171,7 @@ class Diode : public Device {
     return pnjlim(vnew, vold, limited);
   }
   double pnjlim(double vnew, double vold, bool& limited) const {
-    limited = false;
-    if (vnew > vcrit_ && std::fabs(vnew - vold) > 2 * vte_) {
-      if (vold > 0) {
-        const double arg = 1 + (vnew - vold) / vte_;
-        vnew = arg > 0 ? vold + vte_ * std::log(arg) : vcrit_;
-      } else {
-        vnew = vte_ * std::log(vnew / vte_);
-      }
-      limited = true;
-    } else if (vnew < 0) {
-      const double arg = vold > 0 ? -vold - 1 : 2 * vold - 1;
-      if (vnew < arg) {
-        vnew = arg;
-        limited = true;
-      }
-    }
-    return vnew;
+    return anasim::pnjlim(vnew, vold, vte_, vcrit_, limited);
   }
 
   // Breakdown voltage adjusted so that the current at -bvt equals ibv (ngspice 39 diotemp.c). The

@@ -1,6 +1,6 @@
 // Newton step limiting of device nonlinearities, in the manner of SPICE's pnjlim/fetlim: an iterate whose
 // argument lands where the tangent carries no information is pulled back towards the previous iterate. Used by
-// the op-amp model (devices/opamp_model.hpp) and by tanh() in behavioural expressions (engine/expr.hpp).
+// the diode (devices/diode.cpp), the op-amp model (devices/opamp_model.hpp), the NN fast evaluator and by tanh() in behavioural expressions (engine/expr.hpp).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -23,6 +23,29 @@ inline double limit_tanh_arg(double xnew, double xold, bool& limited) {
     return bound;
   }
   return xnew;
+}
+
+// SPICE's pnjlim (ngspice DEVpnjlim) for a pn-junction voltage [V]: above vcrit a step of more than 2 vt is
+// replaced by the logarithmic one the exponential allows; below zero the voltage may fall at most to
+// -vold - 1 (or 2 vold - 1). vt: emission coefficient times thermal voltage [V]. `limited` tells whether it acted.
+inline double pnjlim(double vnew, double vold, double vt, double vcrit, bool& limited) {
+  limited = false;
+  if (vnew > vcrit && std::fabs(vnew - vold) > 2 * vt) {
+    if (vold > 0) {
+      const double arg = 1 + (vnew - vold) / vt;
+      vnew = arg > 0 ? vold + vt * std::log(arg) : vcrit;
+    } else {
+      vnew = vt * std::log(vnew / vt);
+    }
+    limited = true;
+  } else if (vnew < 0) {
+    const double arg = vold > 0 ? -vold - 1 : 2 * vold - 1;
+    if (vnew < arg) {
+      vnew = arg;
+      limited = true;
+    }
+  }
+  return vnew;
 }
 
 }  // namespace anasim

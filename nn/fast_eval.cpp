@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <cholmod.h>
 #include "devices/opamp_model.hpp"
+#include "engine/limiting.hpp"
 #include <Eigen/Dense>
 #include <xmmintrin.h>
 
@@ -102,25 +103,9 @@ void diode_eval(const DiodeDc& d, double vd, double& cd, double& gd) {
   gd += kGmin;
 }
 
-// diode.cpp pnjlim.
+// diode.cpp's junction limiting.
 double pnjlim(const DiodeDc& d, double vnew, double vold, bool& limited) {
-  limited = false;
-  if (vnew > d.vcrit && std::fabs(vnew - vold) > 2 * d.vte) {
-    if (vold > 0) {
-      const double arg = 1 + (vnew - vold) / d.vte;
-      vnew = arg > 0 ? vold + d.vte * std::log(arg) : d.vcrit;
-    } else {
-      vnew = d.vte * std::log(vnew / d.vte);
-    }
-    limited = true;
-  } else if (vnew < 0) {
-    const double arg = vold > 0 ? -vold - 1 : 2 * vold - 1;
-    if (vnew < arg) {
-      vnew = arg;
-      limited = true;
-    }
-  }
-  return vnew;
+  return anasim::pnjlim(vnew, vold, d.vte, d.vcrit, limited);
 }
 
 // ---- the per-neuron periphery: layout, stamps, Newton ------------------------------------------------------
