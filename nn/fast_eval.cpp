@@ -36,9 +36,8 @@ constexpr double kGmin = 1e-12;   // [S] junction gmin (Options::gmin of build_n
 constexpr double kBoltz = 1.38064852e-23, kCharge = 1.6021766208e-19, kTemp = 300.15;  // diode.cpp
 
 // DC coefficients of the op-amps (opamp_model::coeffs with fixed rails, non-inverting input grounded).
-struct OpampDc {
-  int level = 1;
-  double a0, ib, rin, rout, ilim, vhi, vlo, vmid, vhalf, kcm, imax, vsr, r1, gcl;
+struct OpampDc : opamp_model::Coeffs {
+  double vhi, vlo, vmid, vhalf;  // [V] output swing limits, its centre and half width (fixed rails)
 };
 
 OpampDc opamp_dc(const HardwareConfig& cfg) {
@@ -58,20 +57,9 @@ OpampDc opamp_dc(const HardwareConfig& cfg) {
   p.hd_lo = opamp_param(cfg, "headroom_lo");
   p.vpos = opamp_param(cfg, "vpos");
   p.vneg = opamp_param(cfg, "vneg");
-  const opamp_model::Coeffs c = opamp_model::coeffs(p);
   OpampDc o;
-  o.level = c.level;
-  o.a0 = c.a0;
-  o.ib = c.ib;
-  o.rin = c.rin;
-  o.rout = c.rout;
-  o.ilim = c.ilim;
-  opamp_model::fixed_swing(c, o.vhi, o.vlo, o.vmid, o.vhalf);
-  o.kcm = c.kcm;
-  o.imax = c.imax;
-  o.vsr = c.vsr;
-  o.r1 = c.r1;
-  o.gcl = c.gcl;
+  static_cast<opamp_model::Coeffs&>(o) = opamp_model::coeffs(p);
+  opamp_model::fixed_swing(o, o.vhi, o.vlo, o.vmid, o.vhalf);
   return o;
 }
 
