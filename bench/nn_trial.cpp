@@ -154,8 +154,9 @@ int main(int argc, char** argv) {
       t_solve += since(t0);
     }
     fmt::print("  plain MNA, factor once + solve per image: circuit build {:.3f} s, KLU analysis {:.3f} s, factor "
-               "{:.3f} s, solve {:.4f} s/image ({} nonzeros)\n",
-               t_build, t_analyze, t_factor, t_solve / plain, c.nnz());
+               "{:.3f} s, solve {:.4f} s/image ({} nonzeros; {})\n",
+               t_build, t_analyze, t_factor, t_solve / plain, c.nnz(),
+               lu.split() ? fmt::format("split in two halves, separator of {}", lu.separator_size()) : "one KLU factorization");
   }
   return 0;
 }

@@ -1,9 +1,14 @@
-// KLU wrapper (see sparse_lu.hpp). Real and complex variants differ only in which klu_ / klu_z_ calls they make.
+// KLU wrapper and the two-half split (see sparse_lu.hpp). KluLU's real and complex variants differ only in
+// which klu_ / klu_z_ calls they make.
 #include "engine/sparse_lu.hpp"
-#include <type_traits>
 #include <algorithm>
+#include <camd.h>
+#include <climits>
 #include <cmath>
+#include <omp.h>
+#include <type_traits>
 #include <vector>
+#include <Eigen/Dense>
 
 namespace anasim {
 
@@ -16,42 +21,61 @@ constexpr double kRefactorRcondLimit = 1e-13;
 // costs time).
 constexpr int kScaleFactor = 2;
 constexpr int kScaleRefactor = -1;
+
+// KLU user ordering (Common.ordering = 3): CAMD with the constraint sets in Common.user_data. Returns KLU's
+// expected estimate of nnz(L) including the diagonal, or 0 on failure.
+int camd_user_order(int n, int* Ap, int* Ai, int* Perm, klu_common* common) {
+  double control[CAMD_CONTROL], info[CAMD_INFO];
+  camd_defaults(control);
+  const int status = camd_order(n, Ap, Ai, Perm, control, info, static_cast<const int*>(common->user_data));
+  if (status != CAMD_OK && status != CAMD_OK_BUT_JUMBLED) return 0;
+  return static_cast<int>(std::min<double>(info[CAMD_LNZ] + n, INT_MAX));
+}
 }  // namespace
 
+// ---- KluLU ---------------------------------------------------------------------------------------------
+
 template <class T>
-SparseLU<T>::SparseLU() {
+KluLU<T>::KluLU() {
   klu_defaults(&common_);
 }
 
 template <class T>
-SparseLU<T>::~SparseLU() {
-  if (numeric_) {
-    if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
-    else klu_z_free_numeric(&numeric_, &common_);
-  }
+KluLU<T>::~KluLU() {
+  free_numeric();
   if (symbolic_) klu_free_symbolic(&symbolic_, &common_);
 }
 
 template <class T>
-bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
-  if (numeric_) {
-    if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
-    else klu_z_free_numeric(&numeric_, &common_);
-  }
+void KluLU<T>::free_numeric() {
+  if (!numeric_) return;
+  if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
+  else klu_z_free_numeric(&numeric_, &common_);
+  numeric_ = nullptr;
+}
+
+template <class T>
+bool KluLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* constraint) {
+  free_numeric();
   if (symbolic_) klu_free_symbolic(&symbolic_, &common_);
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
+  if (constraint) {
+    // CAMD sees the whole matrix only without the BTF pre-ordering (which would order blocks by itself).
+    constraint_.assign(constraint, constraint + n);
+    common_.btf = 0;
+    common_.ordering = 3;
+    common_.user_order = camd_user_order;
+    common_.user_data = constraint_.data();
+  }
   symbolic_ = klu_analyze(n, const_cast<int*>(Ap), const_cast<int*>(Ai), &common_);
   return symbolic_ != nullptr;
 }
 
 template <class T>
-bool SparseLU<T>::full_factor(const T* Ax) {
-  if (numeric_) {
-    if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
-    else klu_z_free_numeric(&numeric_, &common_);
-  }
+bool KluLU<T>::full_factor(const T* Ax) {
+  free_numeric();
   common_.halt_if_singular = 1;
   common_.scale = kScaleFactor;
   if constexpr (std::is_same_v<T, double>)
@@ -60,13 +84,10 @@ bool SparseLU<T>::full_factor(const T* Ax) {
     numeric_ = klu_z_factor(const_cast<int*>(Ap_), const_cast<int*>(Ai_),
                             reinterpret_cast<double*>(const_cast<T*>(Ax)), symbolic_, &common_);
   ++n_factor_;
+  last_refactor_ = false;
   if (!numeric_ || common_.status == KLU_SINGULAR) {
     singular_col_ = common_.singular_col;
-    if (numeric_) {
-      if constexpr (std::is_same_v<T, double>) klu_free_numeric(&numeric_, &common_);
-      else klu_z_free_numeric(&numeric_, &common_);
-    }
-    numeric_ = nullptr;
+    free_numeric();
     return false;
   }
   singular_col_ = -1;
@@ -80,7 +101,7 @@ bool SparseLU<T>::full_factor(const T* Ax) {
 }
 
 template <class T>
-bool SparseLU<T>::factor(const T* Ax) {
+bool KluLU<T>::factor(const T* Ax) {
   if (!symbolic_) return false;
   if (!numeric_) return full_factor(Ax);
   int ok;
@@ -91,13 +112,14 @@ bool SparseLU<T>::factor(const T* Ax) {
     ok = klu_z_refactor(const_cast<int*>(Ap_), const_cast<int*>(Ai_), reinterpret_cast<double*>(const_cast<T*>(Ax)),
                         symbolic_, numeric_, &common_);
   ++n_refactor_;
+  last_refactor_ = true;
   scaled_ = false;
   if (!ok || common_.status != KLU_OK || rcond() < kRefactorRcondLimit) return full_factor(Ax);
   return true;
 }
 
 template <class T>
-double SparseLU<T>::rcond() {
+double KluLU<T>::rcond() {
   if (!numeric_) return 0.0;
   // klu_rcond's estimate, min |U_kk| / max |U_kk|, on the row-scaled matrix: U of a refactorization is
   // unscaled, so each pivot is divided by its row's scale factor from the last full factorization.
@@ -112,10 +134,411 @@ double SparseLU<T>::rcond() {
 }
 
 template <class T>
-void SparseLU<T>::solve(T* b) {
-  ++n_solve_;
+void KluLU<T>::solve(T* b) {
   if constexpr (std::is_same_v<T, double>) klu_solve(symbolic_, numeric_, n_, 1, b, &common_);
   else klu_z_solve(symbolic_, numeric_, n_, 1, reinterpret_cast<double*>(b), &common_);
+}
+
+template class KluLU<double>;
+template class KluLU<std::complex<double>>;
+
+// ---- the two-half split ----------------------------------------------------------------------------------
+
+namespace {
+// Separator limits: the separator system is dense (|S|^3 / 3 flops to factor, |S| x |S| doubles).
+constexpr int kMaxSeparator = 400;
+// Largest trailing corner of a half's factors that the separator coupling may occupy (pivoting can move a
+// coupling row out of the CAMD-constrained tail; a larger corner means the split no longer pays).
+constexpr int kMaxTrailing = 2000;
+// Smallest pivot of the row-scaled separator system, relative to the largest, that is trusted.
+constexpr double kSeparatorRcondLimit = 1e-13;
+
+// Runs f(0) and f(1) on two threads.
+template <class F>
+void on_both_halves(F&& f) {
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+  for (int k = 0; k < 2; ++k) f(k);
+}
+
+// Vertex bisection of the graph of A + A^T: part[u] = 0 or 1 (the halves) or 2 (separator), from a breadth-
+// first level structure rooted at a pseudo-peripheral unknown (George & Liu): one level near the middle
+// separates the levels before it from those after it. Unknowns with a zero diagonal (branch currents of
+// voltage sources and controlled sources) that touch the separator join it, so that no half is left with a
+// branch equation whose coupling lies entirely in the separator. Returns false if no small, balanced
+// separator exists.
+bool bisect(int n, const int* Ap, const int* Ai, const double* Ax, std::vector<signed char>& part) {
+  // adjacency of A + A^T without the diagonal (duplicates are harmless for a BFS)
+  std::vector<int> xadj(n + 1, 0);
+  for (int c = 0; c < n; ++c)
+    for (int p = Ap[c]; p < Ap[c + 1]; ++p)
+      if (Ai[p] != c) {
+        ++xadj[Ai[p] + 1];
+        ++xadj[c + 1];
+      }
+  for (int u = 0; u < n; ++u) xadj[u + 1] += xadj[u];
+  std::vector<int> adj(xadj[n]);
+  {
+    std::vector<int> pos(xadj.begin(), xadj.end() - 1);
+    for (int c = 0; c < n; ++c)
+      for (int p = Ap[c]; p < Ap[c + 1]; ++p)
+        if (Ai[p] != c) {
+          adj[pos[Ai[p]]++] = c;
+          adj[pos[c]++] = Ai[p];
+        }
+  }
+  std::vector<int> level(n), order;
+  order.reserve(n);
+  std::vector<int> level_start;  // order[level_start[l] .. level_start[l+1]) is level l
+  auto bfs = [&](int root) {
+    std::fill(level.begin(), level.end(), -1);
+    order.clear();
+    level_start.assign(1, 0);
+    level[root] = 0;
+    order.push_back(root);
+    for (size_t head = 0; head < order.size(); ++head) {
+      const int v = order[head];
+      if (level[v] == static_cast<int>(level_start.size())) level_start.push_back(static_cast<int>(head));
+      for (int k = xadj[v]; k < xadj[v + 1]; ++k)
+        if (level[adj[k]] < 0) {
+          level[adj[k]] = level[v] + 1;
+          order.push_back(adj[k]);
+        }
+    }
+    level_start.push_back(static_cast<int>(order.size()));
+  };
+  auto degree = [&](int u) { return xadj[u + 1] - xadj[u]; };
+  // pseudo-peripheral root: restart from a least-connected unknown of the last level while the depth grows
+  int root = 0, depth = -1;
+  for (int it = 0; it < 8; ++it) {
+    bfs(root);
+    const int levels = static_cast<int>(level_start.size()) - 1;
+    if (levels <= depth) break;
+    depth = levels;
+    int best = order[level_start[levels - 1]];
+    for (int k = level_start[levels - 1]; k < level_start[levels]; ++k)
+      if (degree(order[k]) < degree(best)) best = order[k];
+    root = best;
+  }
+  bfs(root);
+  const int levels = static_cast<int>(level_start.size()) - 1;
+  if (levels < 5) return false;
+  // The larger half sets the time on two threads, so balance comes first: the smallest level leaving at
+  // least 45 % of the unknowns on each side, else 40 %, ... down to 25 %.
+  int sep_level = -1;
+  for (double share = 0.45; share > 0.24 && sep_level < 0; share -= 0.05)
+    for (int l = 1; l + 1 < levels; ++l) {
+      const int before = level_start[l], size = level_start[l + 1] - level_start[l];
+      const int after = n - before - size;
+      if (before < share * n || after < share * n) continue;
+      if (sep_level < 0 || size < level_start[sep_level + 1] - level_start[sep_level]) sep_level = l;
+    }
+  if (sep_level < 0) return false;
+  part.assign(n, 1);  // unreached unknowns (other connected components) go with the second half
+  for (int u = 0; u < n; ++u)
+    if (level[u] >= 0) part[u] = level[u] < sep_level ? 0 : level[u] == sep_level ? 2 : 1;
+  std::vector<char> zero_diag(n, 1);
+  for (int c = 0; c < n; ++c)
+    for (int p = Ap[c]; p < Ap[c + 1]; ++p)
+      if (Ai[p] == c && Ax[p] != 0.0) zero_diag[c] = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int u = 0; u < n; ++u) {
+      if (part[u] == 2 || !zero_diag[u]) continue;
+      for (int k = xadj[u]; k < xadj[u + 1]; ++k)
+        if (part[adj[k]] == 2) {
+          part[u] = 2;
+          moved = true;
+          break;
+        }
+    }
+  }
+  const int n_sep = static_cast<int>(std::count(part.begin(), part.end(), 2));
+  return n_sep <= kMaxSeparator && n_sep <= n / 16;
+}
+
+// Copies rows and columns p0..n-1 of a real KLU factorization's L (with its unit diagonal) and U into dense
+// Lt and Ut (zeroed, (n - p0) square). Reads KLU's packed factors directly, as klu_extract does, for the
+// trailing columns only (klu_extract copies all of L and U, 5-10 ms on the crossbar's halves): with the BTF
+// pre-ordering off there is one block; column k of L (and likewise U) is Llen[k] int row indices in pivot
+// order at LUbx[0] + Lip[k], padded to whole doubles, followed by Llen[k] values; U's diagonal is Udiag.
+// tests/test_sparse_lu.cpp checks split solutions against the whole matrix's.
+void trailing_corner(const klu_numeric* num, int p0, int n, Eigen::MatrixXd& Lt, Eigen::MatrixXd& Ut) {
+  const double* lu = static_cast<const double*>(num->LUbx[0]);
+  const double* udiag = static_cast<const double*>(num->Udiag);
+  auto column = [&](const int* ip, const int* len, int k, auto&& visit) {
+    const double* xp = lu + ip[k];
+    const int* idx = reinterpret_cast<const int*>(xp);
+    const double* val = xp + (static_cast<size_t>(len[k]) * sizeof(int) + sizeof(double) - 1) / sizeof(double);
+    for (int p = 0; p < len[k]; ++p) visit(idx[p], val[p]);
+  };
+  for (int j = p0; j < n; ++j) {
+    Lt(j - p0, j - p0) = 1.0;
+    column(num->Lip, num->Llen, j, [&](int i, double v) { Lt(i - p0, j - p0) = v; });
+    column(num->Uip, num->Ulen, j, [&](int i, double v) {
+      if (i >= p0) Ut(i - p0, j - p0) = v;
+    });
+    Ut(j - p0, j - p0) = udiag[j];
+  }
+}
+}  // namespace
+
+struct SplitLU {
+  struct Coupling {
+    int row, col, nz;  // row and column (local to a half, or a separator index) and the global nonzero
+  };
+  struct Half {
+    std::vector<int> glob;            // local unknown -> global unknown
+    std::vector<int> Ap, Ai, nz_of;   // CSC pattern of A_kk; nz_of[p] = global nonzero index
+    std::vector<Coupling> to_sep;     // A_kS: row local to the half, col = separator index
+    std::vector<Coupling> from_sep;   // A_Sk: row = separator index, col local to the half
+    std::vector<double> ax, to_val, from_val;
+    KluLU<double> lu;
+    std::vector<int> constraint;      // CAMD sets: 1 = coupled to the separator (ordered last)
+    std::vector<int> pinv, qinv;      // inverse row and column permutations of the last factorization
+    Eigen::MatrixXd contrib;          // A_Sk A_kk^-1 A_kS, |S| x |S|
+    std::vector<double> y, v;         // solve work, size of the half
+  };
+  int n = 0;
+  std::vector<int> sep;               // separator index -> global unknown
+  std::vector<Coupling> ss;           // A_SS: row and column separator indices
+  std::vector<double> ss_val, row_scale, rhs;
+  Half half[2];
+  Eigen::PartialPivLU<Eigen::MatrixXd> slu;
+
+  // Builds the split of pattern (Ap, Ai) with values Ax, or returns nullptr if none pays.
+  static std::unique_ptr<SplitLU> build(int n, const int* Ap, const int* Ai, const double* Ax);
+  bool factor(const double* Ax);
+  bool factor_half(Half& h, const double* Ax);
+  void solve(double* b);
+  bool both_refactored() const { return half[0].lu.last_was_refactor() && half[1].lu.last_was_refactor(); }
+};
+
+std::unique_ptr<SplitLU> SplitLU::build(int n, const int* Ap, const int* Ai, const double* Ax) {
+  std::vector<signed char> part;
+  if (!bisect(n, Ap, Ai, Ax, part)) return nullptr;
+  auto s = std::make_unique<SplitLU>();
+  s->n = n;
+  std::vector<int> loc(n);
+  for (int u = 0; u < n; ++u) {
+    auto& list = part[u] == 2 ? s->sep : s->half[part[u]].glob;
+    loc[u] = static_cast<int>(list.size());
+    list.push_back(u);
+  }
+  std::vector<int> constraint[2];
+  for (int k = 0; k < 2; ++k) {
+    Half& h = s->half[k];
+    h.Ap.assign(1, 0);
+    constraint[k].assign(h.glob.size(), 0);
+  }
+  // columns in global order keep each half's columns (and rows) in increasing local order
+  for (int c = 0; c < n; ++c) {
+    const int pc = part[c];
+    for (int p = Ap[c]; p < Ap[c + 1]; ++p) {
+      const int r = Ai[p], pr = part[r];
+      if (pc == 2 && pr == 2) {
+        s->ss.push_back({loc[r], loc[c], p});
+      } else if (pc == 2) {
+        s->half[pr].to_sep.push_back({loc[r], loc[c], p});
+        constraint[pr][loc[r]] = 1;
+      } else if (pr == 2) {
+        s->half[pc].from_sep.push_back({loc[r], loc[c], p});
+        constraint[pc][loc[c]] = 1;
+      } else if (pr == pc) {
+        s->half[pc].Ai.push_back(loc[r]);
+        s->half[pc].nz_of.push_back(p);
+      } else {
+        return nullptr;  // not a separator (cannot happen for a BFS level)
+      }
+    }
+    if (pc != 2) s->half[pc].Ap.push_back(static_cast<int>(s->half[pc].Ai.size()));
+  }
+  // A zero-diagonal unknown (a branch current) coupled to a constrained unknown is constrained too: its
+  // column pivots on that unknown's row, which must stay in the trailing corner.
+  for (int k = 0; k < 2; ++k) {
+    Half& h = s->half[k];
+    std::vector<char> zero_diag(h.glob.size(), 1);
+    const int nk = static_cast<int>(h.glob.size());
+    for (int c = 0; c < nk; ++c)
+      for (int p = h.Ap[c]; p < h.Ap[c + 1]; ++p)
+        if (h.Ai[p] == c && Ax[h.nz_of[p]] != 0.0) zero_diag[c] = 0;
+    auto& con = constraint[k];
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (int c = 0; c < nk; ++c)
+        for (int p = h.Ap[c]; p < h.Ap[c + 1]; ++p) {
+          const int r = h.Ai[p];
+          if (con[r] && !con[c] && zero_diag[c]) con[c] = grew = true;
+          if (con[c] && !con[r] && zero_diag[r]) con[r] = grew = true;
+        }
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    Half& h = s->half[k];
+    const int nk = static_cast<int>(h.glob.size());
+    h.constraint = std::move(constraint[k]);
+    h.ax.resize(h.nz_of.size());
+    h.y.resize(nk);
+    h.pinv.resize(nk);
+    h.qinv.resize(nk);
+    h.v.resize(nk);
+  }
+  return s;
+}
+
+bool SplitLU::factor_half(Half& h, const double* Ax) {
+  const int nk = static_cast<int>(h.glob.size());
+  const int m = static_cast<int>(sep.size());
+  for (size_t p = 0; p < h.nz_of.size(); ++p) h.ax[p] = Ax[h.nz_of[p]];
+  h.to_val.resize(h.to_sep.size());
+  for (size_t e = 0; e < h.to_sep.size(); ++e) h.to_val[e] = Ax[h.to_sep[e].nz];
+  h.from_val.resize(h.from_sep.size());
+  for (size_t e = 0; e < h.from_sep.size(); ++e) h.from_val[e] = Ax[h.from_sep[e].nz];
+  if (!h.lu.symbolic() && !h.lu.analyze(nk, h.Ap.data(), h.Ai.data(), h.constraint.data())) return false;
+  if (!h.lu.factor(h.ax.data())) return false;
+  // P R^-1 A_kk Q = L U with P = Numeric->Pnum, Q = Symbolic->Q, R = diag(Numeric->Rs) in pivot order (none
+  // after a refactorization), L unit lower triangular.
+  klu_numeric* num = h.lu.numeric();
+  const int* Pnum = num->Pnum;
+  const int* Q = h.lu.symbolic()->Q;
+  for (int i = 0; i < nk; ++i) {
+    h.pinv[Pnum[i]] = i;
+    h.qinv[Q[i]] = i;
+  }
+  // A_Sk A_kk^-1 A_kS = (A_Sk Q U^-1) (L^-1 P R^-1 A_kS). Both factors are zero before position p0, the first
+  // pivot row of a coupling row or column of a coupling column, so only the trailing corners of L and U count.
+  int p0 = nk;
+  for (const auto& e : h.to_sep) p0 = std::min(p0, h.pinv[e.row]);
+  for (const auto& e : h.from_sep) p0 = std::min(p0, h.qinv[e.col]);
+  const int t = nk - p0;
+  if (t > kMaxTrailing) return false;
+  Eigen::MatrixXd Lt = Eigen::MatrixXd::Zero(t, t), Ut = Eigen::MatrixXd::Zero(t, t);
+  trailing_corner(num, p0, nk, Lt, Ut);
+  Eigen::MatrixXd W = Eigen::MatrixXd::Zero(t, m), Z = Eigen::MatrixXd::Zero(m, t);
+  for (size_t e = 0; e < h.to_sep.size(); ++e) {
+    const int i = h.pinv[h.to_sep[e].row];
+    W(i - p0, h.to_sep[e].col) += num->Rs ? h.to_val[e] / num->Rs[i] : h.to_val[e];
+  }
+  for (size_t e = 0; e < h.from_sep.size(); ++e)
+    Z(h.from_sep[e].row, h.qinv[h.from_sep[e].col] - p0) += h.from_val[e];
+  Lt.triangularView<Eigen::UnitLower>().solveInPlace(W);
+  Ut.triangularView<Eigen::Upper>().solveInPlace<Eigen::OnTheRight>(Z);
+  h.contrib.noalias() = Z * W;
+  return std::isfinite(h.contrib.sum());
+}
+
+bool SplitLU::factor(const double* Ax) {
+  bool ok[2];
+  on_both_halves([&](int k) { ok[k] = factor_half(half[k], Ax); });
+  if (!ok[0] || !ok[1]) return false;
+  const int m = static_cast<int>(sep.size());
+  Eigen::MatrixXd S = -half[0].contrib - half[1].contrib;
+  for (const auto& e : ss) S(e.row, e.col) += Ax[e.nz];
+  // rows scaled by their largest entry (the scale is applied to the right-hand side in solve)
+  row_scale.assign(m, 1.0);
+  for (int i = 0; i < m; ++i) {
+    const double big = S.row(i).cwiseAbs().maxCoeff();
+    if (!(big > 0) || !std::isfinite(big)) return false;
+    row_scale[i] = 1.0 / big;
+    S.row(i) *= row_scale[i];
+  }
+  slu.compute(S);
+  const auto d = slu.matrixLU().diagonal().cwiseAbs();
+  const double lo = d.minCoeff(), hi = d.maxCoeff();
+  return hi > 0 && std::isfinite(lo) && lo / hi >= kSeparatorRcondLimit;
+}
+
+void SplitLU::solve(double* b) {
+  const int m = static_cast<int>(sep.size());
+  on_both_halves([&](int k) {
+    Half& h = half[k];
+    for (size_t i = 0; i < h.glob.size(); ++i) h.y[i] = b[h.glob[i]];
+    h.lu.solve(h.y.data());
+  });
+  Eigen::VectorXd r(m);
+  for (int s = 0; s < m; ++s) r[s] = b[sep[s]];
+  for (const Half& h : half)
+    for (size_t e = 0; e < h.from_sep.size(); ++e) r[h.from_sep[e].row] -= h.from_val[e] * h.y[h.from_sep[e].col];
+  for (int s = 0; s < m; ++s) r[s] *= row_scale[s];
+  const Eigen::VectorXd xs = slu.solve(r);
+  on_both_halves([&](int k) {
+    Half& h = half[k];
+    std::fill(h.v.begin(), h.v.end(), 0.0);
+    for (size_t e = 0; e < h.to_sep.size(); ++e) h.v[h.to_sep[e].row] += h.to_val[e] * xs[h.to_sep[e].col];
+    h.lu.solve(h.v.data());
+    for (size_t i = 0; i < h.glob.size(); ++i) b[h.glob[i]] = h.y[i] - h.v[i];
+  });
+  for (int s = 0; s < m; ++s) b[sep[s]] = xs[s];
+}
+
+// ---- SparseLU --------------------------------------------------------------------------------------------
+
+template <class T>
+SparseLU<T>::SparseLU() = default;
+
+template <class T>
+SparseLU<T>::~SparseLU() = default;
+
+template <class T>
+int SparseLU<T>::separator_size() const {
+  return split_ ? static_cast<int>(split_->sep.size()) : 0;
+}
+
+template <class T>
+bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
+  n_ = n;
+  Ap_ = Ap;
+  Ai_ = Ai;
+  split_.reset();
+  factored_ = false;
+  split_pending_ = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&
+                   omp_get_max_threads() >= 2 && !omp_in_parallel();
+  whole_analyzed_ = false;
+  if (split_pending_) return true;  // the whole matrix is analyzed only if the split is not used
+  whole_analyzed_ = whole_.analyze(n, Ap, Ai);
+  return whole_analyzed_;
+}
+
+template <class T>
+bool SparseLU<T>::factor_whole(const T* Ax) {
+  if (!whole_analyzed_) {
+    whole_analyzed_ = whole_.analyze(n_, Ap_, Ai_);
+    if (!whole_analyzed_) return factored_ = false;
+  }
+  factored_ = whole_.factor(Ax);
+  if (whole_.last_was_refactor()) ++n_refactor_;
+  else ++n_factor_;
+  return factored_;
+}
+
+template <class T>
+bool SparseLU<T>::factor(const T* Ax) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (split_pending_) {
+      split_pending_ = false;
+      split_ = SplitLU::build(n_, Ap_, Ai_, Ax);
+    }
+    if (split_) {
+      if (split_->factor(Ax)) {
+        if (split_->both_refactored()) ++n_refactor_;
+        else ++n_factor_;
+        return factored_ = true;
+      }
+      split_.reset();  // fall back for good: the whole matrix decides (and names a singular unknown)
+    }
+  }
+  return factor_whole(Ax);
+}
+
+template <class T>
+void SparseLU<T>::solve(T* b) {
+  ++n_solve_;
+  if constexpr (std::is_same_v<T, double>) {
+    if (split_) {
+      split_->solve(b);
+      return;
+    }
+  }
+  whole_.solve(b);
 }
 
 template class SparseLU<double>;

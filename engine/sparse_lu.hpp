@@ -1,21 +1,84 @@
 // Sparse LU with SuiteSparse KLU: symbolic analysis once per pattern, klu_factor once, then klu_refactor
 // while the pattern holds (falling back to a full pivoting factor when refactor becomes ill-conditioned).
 // One template serves the real (DC, transient) and complex (AC) systems.
-// KLU's defaults apply: BTF (block triangular form, a no-op for a matrix that is one block) and AMD ordering of
-// A + A^T. Measured on the 256x64 crossbar (33,472 unknowns): METIS nested dissection halves the factorization
-// (5.8e7 vs 1.5e8 flops) but the ordering itself costs more CPU than it saves (0.11-0.15 s vs AMD's 0.01 s), with
-// any METIS options tried; COLAMD gives 50% more fill. A METIS ordering would pay off only where one pattern
-// is refactored many times (long transients of large grids).
+//
+// Large real systems (at least kSplitMinUnknowns unknowns, two or more OpenMP threads available and not
+// already inside a parallel region) are split once into two halves and a small vertex separator S
+// (one level of nested dissection, from a breadth-first level structure of A + A^T):
+//
+//     [ A11       A1S ]   Each half A_kk is its own KLU factorization, ordered by CAMD with the unknowns
+//     [      A22  A2S ]   that touch S last, and both are factored side by side on two threads. The separator
+//     [ AS1  AS2  ASS ]   system S = ASS - sum_k ASk A_kk^-1 AkS (dense, |S| x |S|) comes from the trailing
+//                         corners of each half's L and U and is factored with partial pivoting (Eigen).
+//
+// A split is only an evaluation order: if a half or S is singular or ill-conditioned, or pivoting moved the
+// coupling rows away from the trailing corner, the object falls back for good to one KLU factorization of
+// the whole matrix, whose result (and singular unknown) is then reported. Measured on the 256x64 crossbar of
+// bench/crossbar_op.py (33,472 unknowns, separator of 131): factorization 0.10 s -> see bench/RESULTS.md.
+// Orderings measured on that deck: METIS nested dissection halves the flops (5.8e7 vs 1.5e8) but costs
+// 0.12-0.14 s itself; COLAMD gives twice the flops of AMD.
 #pragma once
 #include <complex>
+#include <memory>
 #include <vector>
 #include <klu.h>
 
 namespace anasim {
 
+// One KLU factorization of one n x n CSC pattern.
+template <class T>
+class KluLU {
+ public:
+  KluLU();
+  ~KluLU();
+  KluLU(const KluLU&) = delete;
+  KluLU& operator=(const KluLU&) = delete;
+
+  // Symbolic analysis; arrays must outlive this object. constraint (size n, optional, copied) orders the
+  // unknowns by CAMD constraint set (set 0 first) instead of KLU's BTF + AMD. Returns false if KLU rejects it.
+  bool analyze(int n, const int* Ap, const int* Ai, const int* constraint = nullptr);
+  // Numeric factorization of values Ax (size nnz): klu_refactor with the last pivot order when it stays
+  // well-conditioned, otherwise klu_factor. Returns false if singular (singular_unknown() names the column).
+  bool factor(const T* Ax);
+  void solve(T* b);
+  int singular_unknown() const { return singular_col_; }
+  bool factored() const { return numeric_ != nullptr; }
+  bool last_was_refactor() const { return last_refactor_; }
+  long factorizations() const { return n_factor_; }
+  long refactorizations() const { return n_refactor_; }
+  // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
+  // scaled by their largest entry at the last full factorization).
+  double rcond();
+  klu_symbolic* symbolic() { return symbolic_; }
+  klu_numeric* numeric() { return numeric_; }
+  klu_common* common() { return &common_; }
+
+ private:
+  bool full_factor(const T* Ax);
+  void free_numeric();
+  int n_ = 0;
+  const int* Ap_ = nullptr;
+  const int* Ai_ = nullptr;
+  std::vector<int> constraint_;
+  klu_common common_;
+  klu_symbolic* symbolic_ = nullptr;
+  klu_numeric* numeric_ = nullptr;
+  int singular_col_ = -1;
+  std::vector<double> inv_rs_;  // size n: 1 / row scale factor of the k-th pivot row, from the last full factor
+  bool scaled_ = false;         // the current LU is of the row-scaled matrix (full factor), not a refactor
+  bool last_refactor_ = false;
+  long n_factor_ = 0, n_refactor_ = 0;
+};
+
+struct SplitLU;  // the two-half evaluation (real systems only), sparse_lu.cpp
+
+// Solver of A x = b for one sparsity pattern: one KluLU, or two halves and a separator (see above).
 template <class T>
 class SparseLU {
  public:
+  // Unknowns from which a real system is split in two halves when two threads are available.
+  static constexpr int kSplitMinUnknowns = 8000;
+
   SparseLU();
   ~SparseLU();
   SparseLU(const SparseLU&) = delete;
@@ -29,29 +92,33 @@ class SparseLU {
   bool factor(const T* Ax);
   // Solves A x = b in place (b size n).
   void solve(T* b);
-  int singular_unknown() const { return singular_col_; }
+  int singular_unknown() const { return whole_.singular_unknown(); }
   long factorizations() const { return n_factor_; }
   long refactorizations() const { return n_refactor_; }
   long solves() const { return n_solve_; }
-  bool factored() const { return numeric_ != nullptr; }
-  // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
-  // scaled by their largest entry at the last full factorization).
-  double rcond();
+  bool factored() const { return factored_; }
+  // Whether the last factorization was the two-half one, and the separator size (0 if not split).
+  bool split() const { return split_ != nullptr; }
+  int separator_size() const;
+  // Allows (default) or forbids the two-half evaluation; takes effect at the next analyze().
+  void allow_split(bool on) { allow_split_ = on; }
 
  private:
-  bool full_factor(const T* Ax);
+  bool factor_whole(const T* Ax);
   int n_ = 0;
   const int* Ap_ = nullptr;
   const int* Ai_ = nullptr;
-  klu_common common_;
-  klu_symbolic* symbolic_ = nullptr;
-  klu_numeric* numeric_ = nullptr;
-  int singular_col_ = -1;
-  std::vector<double> inv_rs_;  // size n: 1 / row scale factor of the k-th pivot row, from the last full factor
-  bool scaled_ = false;         // the current LU is of the row-scaled matrix (full factor), not a refactor
+  KluLU<T> whole_;
+  bool whole_analyzed_ = false;
+  std::unique_ptr<SplitLU> split_;
+  bool split_pending_ = false;  // try to split at the first factor (needs the values for zero diagonals)
+  bool allow_split_ = true;
+  bool factored_ = false;
   long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;
 };
 
+extern template class KluLU<double>;
+extern template class KluLU<std::complex<double>>;
 extern template class SparseLU<double>;
 extern template class SparseLU<std::complex<double>>;
 

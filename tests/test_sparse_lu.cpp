@@ -1,0 +1,144 @@
+// SparseLU: the two-half split (two KLU factorizations on two threads and a dense separator system) against
+// one KLU factorization of the whole matrix, on MNA-like matrices with branch-current unknowns (zero
+// diagonals) in the halves and next to the separator; refactorization; fallback on a singular matrix.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <omp.h>
+#include <vector>
+#include <Eigen/Sparse>
+#include "engine/sparse_lu.hpp"
+
+using namespace anasim;
+
+namespace {
+
+using Csc = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+
+// MNA matrix of a W x H resistor grid (conductances g(i,j) between neighbours, a small leak to ground at every
+// node) with a voltage source from every node of the left column to ground and a VCVS-like unsymmetric
+// branch (v(out) - gain * v(in) = 0) driving every node of the right column: W*H + 2*H unknowns.
+Csc mna_grid(int W, int H, double scale) {
+  std::vector<Eigen::Triplet<double>> t;
+  auto node = [&](int x, int y) { return y * W + x; };
+  auto g = [&](int a, int b) { return scale * (1.0 + 0.37 * ((a * 7 + b * 13) % 11)); };
+  auto stamp_g = [&](int a, int b, double v) {
+    t.emplace_back(a, a, v);
+    t.emplace_back(b, b, v);
+    t.emplace_back(a, b, -v);
+    t.emplace_back(b, a, -v);
+  };
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      const int a = node(x, y);
+      t.emplace_back(a, a, 1e-3 * scale);
+      if (x + 1 < W) stamp_g(a, node(x + 1, y), g(a, node(x + 1, y)));
+      if (y + 1 < H) stamp_g(a, node(x, y + 1), g(a, node(x, y + 1)));
+    }
+  int br = W * H;
+  for (int y = 0; y < H; ++y, ++br) {  // voltage source at the left edge: row br = v(node), col br = current
+    t.emplace_back(node(0, y), br, 1.0);
+    t.emplace_back(br, node(0, y), 1.0);
+  }
+  for (int y = 0; y < H; ++y, ++br) {  // VCVS: out = right edge node, in = node two columns left
+    const int out = node(W - 1, y), in = node(W - 3, y);
+    t.emplace_back(out, br, 1.0);
+    t.emplace_back(br, out, 1.0);
+    t.emplace_back(br, in, -0.5);
+  }
+  Csc A(br, br);
+  A.setFromTriplets(t.begin(), t.end());
+  A.makeCompressed();
+  return A;
+}
+
+// Solves A x = b with a SparseLU (split allowed or not); returns x.
+std::vector<double> solve_with(SparseLU<double>& lu, const Csc& A, const std::vector<double>& b, bool allow) {
+  lu.allow_split(allow);
+  REQUIRE(lu.analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+  REQUIRE(lu.factor(A.valuePtr()));
+  std::vector<double> x = b;
+  lu.solve(x.data());
+  return x;
+}
+
+double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0, big = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, std::abs(a[i] - b[i]));
+    big = std::max(big, std::abs(a[i]));
+  }
+  return d / big;
+}
+
+struct TwoThreads {
+  int saved = omp_get_max_threads();
+  TwoThreads() { omp_set_num_threads(2); }
+  ~TwoThreads() { omp_set_num_threads(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solves") {
+  TwoThreads threads;
+  const Csc A = mna_grid(110, 80, 1e-2);
+  REQUIRE(A.rows() >= SparseLU<double>::kSplitMinUnknowns);
+  std::vector<double> b(A.rows(), 0.0);
+  for (int k = 0; k < 80; ++k) b[110 * 80 + k] = 0.1 + 0.01 * k;  // source voltages
+  b[5000] = 1e-3;                                                   // and a current into one node
+
+  SparseLU<double> whole, split;
+  const auto x_whole = solve_with(whole, A, b, false);
+  const auto x_split = solve_with(split, A, b, true);
+  CHECK_FALSE(whole.split());
+  REQUIRE(split.split());
+  CHECK(split.separator_size() > 0);
+  CHECK(split.separator_size() < 400);
+  CHECK(max_rel_diff(x_whole, x_split) < 1e-11);
+  // residual of the split solution
+  Eigen::Map<const Eigen::VectorXd> xs(x_split.data(), A.rows()), bs(b.data(), A.rows());
+  CHECK((A * xs - bs).norm() / bs.norm() < 1e-12);
+
+  SUBCASE("refactorization with new values keeps the split and the agreement") {
+    Csc A2 = mna_grid(110, 80, 3e-2);
+    REQUIRE(split.factor(A2.valuePtr()));
+    REQUIRE(whole.factor(A2.valuePtr()));
+    CHECK(split.split());
+    CHECK(split.refactorizations() == 1);
+    std::vector<double> x1 = b, x2 = b;
+    split.solve(x1.data());
+    whole.solve(x2.data());
+    CHECK(max_rel_diff(x2, x1) < 1e-11);
+  }
+}
+
+TEST_CASE("sparse LU: small systems and one thread are not split") {
+  const Csc A = mna_grid(20, 20, 1.0);
+  std::vector<double> b(A.rows(), 1.0);
+  SparseLU<double> lu;
+  solve_with(lu, A, b, true);
+  CHECK_FALSE(lu.split());
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Csc big = mna_grid(110, 80, 1e-2);
+  std::vector<double> bb(big.rows(), 1.0);
+  SparseLU<double> one;
+  solve_with(one, big, bb, true);
+  omp_set_num_threads(saved);
+  CHECK_FALSE(one.split());
+}
+
+TEST_CASE("sparse LU: a singular matrix falls back to the whole matrix and names a singular unknown") {
+  TwoThreads threads;
+  Csc A = mna_grid(110, 80, 1e-2);
+  // Disconnect node 4321 entirely (its row and column become zero): A is singular.
+  const int dead = 4321;
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (Csc::InnerIterator it(A, c); it; ++it)
+      if (it.row() == dead || it.col() == dead) it.valueRef() = 0.0;
+  SparseLU<double> lu;
+  REQUIRE(lu.analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+  CHECK_FALSE(lu.factor(A.valuePtr()));
+  CHECK_FALSE(lu.split());
+  CHECK(lu.singular_unknown() >= 0);
+  CHECK_FALSE(lu.factored());
+}
