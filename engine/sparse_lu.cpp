@@ -222,16 +222,20 @@ bool bisect(int n, const int* Ap, const int* Ai, const double* Ax, std::vector<s
   bfs(root);
   const int levels = static_cast<int>(level_start.size()) - 1;
   if (levels < 5) return false;
-  // The larger half sets the time on two threads, so balance comes first: the smallest level leaving at
-  // least 45 % of the unknowns on each side, else 40 %, ... down to 25 %.
+  // The larger half sets the time on two threads: among the levels leaving at least a quarter of the
+  // unknowns on each side, the one minimizing size * (1 + 4 * imbalance), imbalance = |before - after| / n.
   int sep_level = -1;
-  for (double share = 0.45; share > 0.24 && sep_level < 0; share -= 0.05)
-    for (int l = 1; l + 1 < levels; ++l) {
-      const int before = level_start[l], size = level_start[l + 1] - level_start[l];
-      const int after = n - before - size;
-      if (before < share * n || after < share * n) continue;
-      if (sep_level < 0 || size < level_start[sep_level + 1] - level_start[sep_level]) sep_level = l;
+  double best = 0;
+  for (int l = 1; l + 1 < levels; ++l) {
+    const int before = level_start[l], size = level_start[l + 1] - level_start[l];
+    const int after = n - before - size;
+    if (before < n / 4 || after < n / 4) continue;
+    const double score = size * (1.0 + 4.0 * std::abs(before - after) / n);
+    if (sep_level < 0 || score < best) {
+      sep_level = l;
+      best = score;
     }
+  }
   if (sep_level < 0) return false;
   part.assign(n, 1);  // unreached unknowns (other connected components) go with the second half
   for (int u = 0; u < n; ++u)
