@@ -13,8 +13,10 @@
 //
 // A split is only an evaluation order: if a half or S is singular or ill-conditioned, or pivoting moved the
 // coupling rows away from the trailing corner, the object falls back for good to one KLU factorization of
-// the whole matrix, whose result (and singular unknown) is then reported. Measured on the 256x64 crossbar of
-// bench/crossbar_op.py (33,472 unknowns, separator of 131): factorization 0.10 s -> see bench/RESULTS.md.
+// the whole matrix, whose result (and singular unknown) is then reported. Measured on the crossbar decks of
+// bench/gen_crossbar.py (2 threads): 256x64 (33,472 unknowns, separator 131) analysis + factorization
+// 0.11 s -> 0.06 s; 128x64 op 0.051 -> 0.030 s; 128x32 0.014 -> 0.010 s; but 64x64 (8,448 unknowns, a
+// diagonal separator) 0.019 -> 0.022 s, hence the threshold.
 // Orderings measured on that deck: METIS nested dissection halves the flops (5.8e7 vs 1.5e8) but costs
 // 0.12-0.14 s itself; COLAMD gives twice the flops of AMD.
 #pragma once
@@ -77,7 +79,7 @@ template <class T>
 class SparseLU {
  public:
   // Unknowns from which a real system is split in two halves when two threads are available.
-  static constexpr int kSplitMinUnknowns = 8000;
+  static constexpr int kSplitMinUnknowns = 12000;
 
   SparseLU();
   ~SparseLU();

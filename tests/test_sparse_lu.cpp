@@ -80,10 +80,11 @@ struct TwoThreads {
 
 TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solves") {
   TwoThreads threads;
-  const Csc A = mna_grid(110, 80, 1e-2);
+  constexpr int W = 140, H = 90;
+  const Csc A = mna_grid(W, H, 1e-2);
   REQUIRE(A.rows() >= SparseLU<double>::kSplitMinUnknowns);
   std::vector<double> b(A.rows(), 0.0);
-  for (int k = 0; k < 80; ++k) b[110 * 80 + k] = 0.1 + 0.01 * k;  // source voltages
+  for (int k = 0; k < H; ++k) b[W * H + k] = 0.1 + 0.01 * k;  // source voltages
   b[5000] = 1e-3;                                                   // and a current into one node
 
   SparseLU<double> whole, split;
@@ -99,7 +100,7 @@ TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solve
   CHECK((A * xs - bs).norm() / bs.norm() < 1e-12);
 
   SUBCASE("refactorization with new values keeps the split and the agreement") {
-    Csc A2 = mna_grid(110, 80, 3e-2);
+    Csc A2 = mna_grid(W, H, 3e-2);
     REQUIRE(split.factor(A2.valuePtr()));
     REQUIRE(whole.factor(A2.valuePtr()));
     CHECK(split.split());
@@ -119,7 +120,7 @@ TEST_CASE("sparse LU: small systems and one thread are not split") {
   CHECK_FALSE(lu.split());
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
-  const Csc big = mna_grid(110, 80, 1e-2);
+  const Csc big = mna_grid(140, 90, 1e-2);
   std::vector<double> bb(big.rows(), 1.0);
   SparseLU<double> one;
   solve_with(one, big, bb, true);
@@ -129,7 +130,7 @@ TEST_CASE("sparse LU: small systems and one thread are not split") {
 
 TEST_CASE("sparse LU: a singular matrix falls back to the whole matrix and names a singular unknown") {
   TwoThreads threads;
-  Csc A = mna_grid(110, 80, 1e-2);
+  Csc A = mna_grid(140, 90, 1e-2);
   // Disconnect node 4321 entirely (its row and column become zero): A is singular.
   const int dead = 4321;
   for (int c = 0; c < A.outerSize(); ++c)
