@@ -143,3 +143,62 @@ TEST_CASE("sparse LU: a singular matrix falls back to the whole matrix and names
   CHECK(lu.singular_unknown() >= 0);
   CHECK_FALSE(lu.factored());
 }
+
+#include "tests/circuit_helpers.hpp"
+
+namespace {
+// A rows x cols crossbar with 1 ohm wire segments, PULSE row drivers, and a diode plus a capacitor to ground
+// at the end of every column (nonlinear, so Newton refactors; reactive, so the transient steps).
+std::string diode_crossbar_deck(int rows, int cols) {
+  std::string d = "* crossbar with diode column loads\n";
+  for (int i = 0; i < rows; ++i) {
+    d += "v" + std::to_string(i) + " rin" + std::to_string(i) + " 0 pulse(0 " + std::to_string(0.2 + 0.005 * i) +
+         " 1n 2n 2n 20n 50n)\n";
+    for (int j = 0; j < cols; ++j) {
+      const std::string r = "r" + std::to_string(i) + "_" + std::to_string(j);
+      const std::string c = "c" + std::to_string(i) + "_" + std::to_string(j);
+      const std::string rprev = j == 0 ? "rin" + std::to_string(i) : "r" + std::to_string(i) + "_" + std::to_string(j - 1);
+      d += "rw" + r + " " + rprev + " " + r + " 1\n";
+      d += "rc" + r + " " + r + " " + c + " " + std::to_string(1000 + (i * 37 + j * 11) % 500) + "\n";
+      if (i > 0) d += "rv" + c + " c" + std::to_string(i - 1) + "_" + std::to_string(j) + " " + c + " 1\n";
+    }
+  }
+  for (int j = 0; j < cols; ++j) {
+    const std::string c = "c" + std::to_string(rows - 1) + "_" + std::to_string(j);
+    d += "d" + std::to_string(j) + " " + c + " 0 dmod\n";
+    d += "cl" + std::to_string(j) + " " + c + " 0 1p\n";
+  }
+  // trtol: steps set by the breakpoints and the largest step only, so both runs share their timepoints
+  d += ".model dmod d(is=1e-14 n=1.5 rs=10)\n.options trtol=1e6\n.op\n.tran 0.5n 3n\n.end\n";
+  return d;
+}
+}  // namespace
+
+TEST_CASE("sparse LU: op and transient of a large nonlinear circuit agree split and unsplit") {
+  const std::string deck = diode_crossbar_deck(100, 64);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const RunResults one = anasim::test::run_deck(deck);
+  omp_set_num_threads(2);
+  const RunResults two = anasim::test::run_deck(deck);
+  omp_set_num_threads(saved);
+  REQUIRE(two.unknowns >= SparseLU<double>::kSplitMinUnknowns);
+  REQUIRE(one.analyses.size() == 2);
+  REQUIRE(two.analyses.size() == 2);
+  for (size_t k = 0; k < 2; ++k) {
+    const auto& a = one.analyses[k];
+    const auto& b = two.analyses[k];
+    REQUIRE(a.sweep.size() == b.sweep.size());
+    REQUIRE(a.signals.size() == b.signals.size());
+    double worst = 0;
+    for (size_t j = 0; j < a.signals.size(); ++j) {
+      REQUIRE(a.signals[j].name == b.signals[j].name);
+      for (size_t i = 0; i < a.signals[j].re.size(); ++i)
+        worst = std::max(worst, std::abs(a.signals[j].re[i] - b.signals[j].re[i]));
+    }
+    double dt = 0;
+    for (size_t i = 0; i < a.sweep.size(); ++i) dt = std::max(dt, std::abs(a.sweep[i] - b.sweep[i]));
+    INFO("analysis " << a.kind << ", largest time difference " << dt << " s of " << a.sweep.size() << " points");
+    CHECK(worst < 1e-9);
+  }
+}
