@@ -162,11 +162,12 @@ void on_both_halves(F&& f) {
 
 // Vertex bisection of the graph of A + A^T: part[u] = 0 or 1 (the halves) or 2 (separator), from a breadth-
 // first level structure rooted at a pseudo-peripheral unknown (George & Liu): one level near the middle
-// separates the levels before it from those after it. Unknowns with a zero diagonal (branch currents of
-// voltage sources and controlled sources) that touch the separator join it, so that no half is left with a
+// separates the levels before it from those after it. Unknowns with a zero diagonal (zero_diag; branch currents
+// of voltage sources and controlled sources) that touch the separator join it, so that no half is left with a
 // branch equation whose coupling lies entirely in the separator. Returns false if no small, balanced
 // separator exists.
-bool bisect(int n, const int* Ap, const int* Ai, const double* Ax, std::vector<signed char>& part) {
+bool bisect(int n, const int* Ap, const int* Ai, const std::vector<char>& zero_diag,
+            std::vector<signed char>& part) {
   // adjacency of A + A^T without the diagonal (duplicates are harmless for a BFS)
   std::vector<int> xadj(n + 1, 0);
   for (int c = 0; c < n; ++c)
@@ -240,10 +241,6 @@ bool bisect(int n, const int* Ap, const int* Ai, const double* Ax, std::vector<s
   part.assign(n, 1);  // unreached unknowns (other connected components) go with the second half
   for (int u = 0; u < n; ++u)
     if (level[u] >= 0) part[u] = level[u] < sep_level ? 0 : level[u] == sep_level ? 2 : 1;
-  std::vector<char> zero_diag(n, 1);
-  for (int c = 0; c < n; ++c)
-    for (int p = Ap[c]; p < Ap[c + 1]; ++p)
-      if (Ai[p] == c && Ax[p] != 0.0) zero_diag[c] = 0;
   for (bool moved = true; moved;) {
     moved = false;
     for (int u = 0; u < n; ++u) {
@@ -318,8 +315,12 @@ struct SplitLU {
 };
 
 std::unique_ptr<SplitLU> SplitLU::build(int n, const int* Ap, const int* Ai, const double* Ax) {
+  std::vector<char> zero_diag(n, 1);  // no diagonal entry, or a zero one, in Ax
+  for (int c = 0; c < n; ++c)
+    for (int p = Ap[c]; p < Ap[c + 1]; ++p)
+      if (Ai[p] == c && Ax[p] != 0.0) zero_diag[c] = 0;
   std::vector<signed char> part;
-  if (!bisect(n, Ap, Ai, Ax, part)) return nullptr;
+  if (!bisect(n, Ap, Ai, zero_diag, part)) return nullptr;
   auto s = std::make_unique<SplitLU>();
   s->n = n;
   std::vector<int> loc(n);
@@ -360,19 +361,15 @@ std::unique_ptr<SplitLU> SplitLU::build(int n, const int* Ap, const int* Ai, con
   // column pivots on that unknown's row, which must stay in the trailing corner.
   for (int k = 0; k < 2; ++k) {
     Half& h = s->half[k];
-    std::vector<char> zero_diag(h.glob.size(), 1);
     const int nk = static_cast<int>(h.glob.size());
-    for (int c = 0; c < nk; ++c)
-      for (int p = h.Ap[c]; p < h.Ap[c + 1]; ++p)
-        if (h.Ai[p] == c && Ax[h.nz_of[p]] != 0.0) zero_diag[c] = 0;
     auto& con = constraint[k];
     for (bool grew = true; grew;) {
       grew = false;
       for (int c = 0; c < nk; ++c)
         for (int p = h.Ap[c]; p < h.Ap[c + 1]; ++p) {
           const int r = h.Ai[p];
-          if (con[r] && !con[c] && zero_diag[c]) con[c] = grew = true;
-          if (con[c] && !con[r] && zero_diag[r]) con[r] = grew = true;
+          if (con[r] && !con[c] && zero_diag[h.glob[c]]) con[c] = grew = true;
+          if (con[c] && !con[r] && zero_diag[h.glob[r]]) con[r] = grew = true;
         }
     }
   }

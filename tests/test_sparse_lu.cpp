@@ -157,7 +157,8 @@ std::string diode_crossbar_deck(int rows, int cols) {
     for (int j = 0; j < cols; ++j) {
       const std::string r = "r" + std::to_string(i) + "_" + std::to_string(j);
       const std::string c = "c" + std::to_string(i) + "_" + std::to_string(j);
-      const std::string rprev = j == 0 ? "rin" + std::to_string(i) : "r" + std::to_string(i) + "_" + std::to_string(j - 1);
+      const std::string rprev =
+          j == 0 ? "rin" + std::to_string(i) : "r" + std::to_string(i) + "_" + std::to_string(j - 1);
       d += "rw" + r + " " + rprev + " " + r + " 1\n";
       d += "rc" + r + " " + r + " " + c + " " + std::to_string(1000 + (i * 37 + j * 11) % 500) + "\n";
       if (i > 0) d += "rv" + c + " c" + std::to_string(i - 1) + "_" + std::to_string(j) + " " + c + " 1\n";
