@@ -164,8 +164,9 @@ void on_both_halves(F&& f) {
 // first level structure rooted at a pseudo-peripheral unknown (George & Liu): one level near the middle
 // separates the levels before it from those after it. Unknowns with a zero diagonal (zero_diag; branch currents
 // of voltage sources and controlled sources) that touch the separator join it, so that no half is left with a
-// branch equation whose coupling lies entirely in the separator. Returns false if no small, balanced
-// separator exists.
+// branch equation whose coupling lies entirely in the separator. A matrix of several connected components none
+// of which holds half the unknowns is split between components, with no separator; otherwise the largest
+// component is cut and the others join the second half. Returns false if no small, balanced split exists.
 bool bisect(int n, const int* Ap, const int* Ai, const std::vector<char>& zero_diag,
             std::vector<signed char>& part) {
   // adjacency of A + A^T without the diagonal (duplicates are harmless for a BFS)
@@ -208,8 +209,41 @@ bool bisect(int n, const int* Ap, const int* Ai, const std::vector<char>& zero_d
     level_start.push_back(static_cast<int>(order.size()));
   };
   auto degree = [&](int u) { return xadj[u + 1] - xadj[u]; };
-  // pseudo-peripheral root: restart from a least-connected unknown of the last level while the depth grows
-  int root = 0, depth = -1;
+  // Connected components (circuits that meet only at ground share no matrix entry).
+  std::vector<int> comp(n, -1), comp_size;
+  for (int s = 0; s < n; ++s) {
+    if (comp[s] >= 0) continue;
+    const int c = static_cast<int>(comp_size.size());
+    comp[s] = c;
+    order.assign(1, s);
+    for (size_t head = 0; head < order.size(); ++head)
+      for (int k = xadj[order[head]]; k < xadj[order[head] + 1]; ++k)
+        if (comp[adj[k]] < 0) {
+          comp[adj[k]] = c;
+          order.push_back(adj[k]);
+        }
+    comp_size.push_back(static_cast<int>(order.size()));
+  }
+  const int biggest = static_cast<int>(std::max_element(comp_size.begin(), comp_size.end()) - comp_size.begin());
+  if (comp_size[biggest] <= n / 2) {
+    // No component has half the unknowns: whole components go to the emptier half, largest first, and there
+    // is no separator.
+    std::vector<int> by_size(comp_size.size());
+    for (size_t c = 0; c < by_size.size(); ++c) by_size[c] = static_cast<int>(c);
+    std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) { return comp_size[a] > comp_size[b]; });
+    std::vector<signed char> side(comp_size.size());
+    int filled[2] = {0, 0};
+    for (int c : by_size) {
+      side[c] = filled[0] <= filled[1] ? 0 : 1;
+      filled[side[c]] += comp_size[c];
+    }
+    part.resize(n);
+    for (int u = 0; u < n; ++u) part[u] = side[comp[u]];
+    return std::min(filled[0], filled[1]) >= n / 4;
+  }
+  // pseudo-peripheral root in the largest component: restart from a least-connected unknown of the last level
+  // while the depth grows
+  int root = static_cast<int>(std::find(comp.begin(), comp.end(), biggest) - comp.begin()), depth = -1;
   for (int it = 0; it < 8; ++it) {
     bfs(root);
     const int levels = static_cast<int>(level_start.size()) - 1;
@@ -238,7 +272,7 @@ bool bisect(int n, const int* Ap, const int* Ai, const std::vector<char>& zero_d
     }
   }
   if (sep_level < 0) return false;
-  part.assign(n, 1);  // unreached unknowns (other connected components) go with the second half
+  part.assign(n, 1);  // the other connected components go with the second half
   for (int u = 0; u < n; ++u)
     if (level[u] >= 0) part[u] = level[u] < sep_level ? 0 : level[u] == sep_level ? 2 : 1;
   for (bool moved = true; moved;) {
@@ -396,6 +430,7 @@ bool SplitLU::factor_half(Half& h, const double* Ax) {
   for (size_t e = 0; e < h.from_sep.size(); ++e) h.from_val[e] = Ax[h.from_sep[e].nz];
   if (!h.lu.symbolic() && !h.lu.analyze(nk, h.Ap.data(), h.Ai.data(), h.constraint.data())) return false;
   if (!h.lu.factor(h.ax.data())) return false;
+  if (m == 0) return true;  // halves without a separator (disconnected components)
   // P R^-1 A_kk Q = L U with P = Numeric->Pnum, Q = Symbolic->Q, R = diag(Numeric->Rs) in pivot order (none
   // after a refactorization), L unit lower triangular.
   klu_numeric* num = h.lu.numeric();
@@ -432,6 +467,7 @@ bool SplitLU::factor(const double* Ax) {
   on_both_halves([&](int k) { ok[k] = factor_half(half[k], Ax); });
   if (!ok[0] || !ok[1]) return false;
   const int m = static_cast<int>(sep.size());
+  if (m == 0) return true;
   Eigen::MatrixXd S = -half[0].contrib - half[1].contrib;
   for (const auto& e : ss) S(e.row, e.col) += Ax[e.nz];
   // rows scaled by their largest entry (the scale is applied to the right-hand side in solve)
@@ -454,7 +490,10 @@ void SplitLU::solve(double* b) {
     Half& h = half[k];
     for (size_t i = 0; i < h.glob.size(); ++i) h.y[i] = b[h.glob[i]];
     h.lu.solve(h.y.data());
+    if (m == 0)
+      for (size_t i = 0; i < h.glob.size(); ++i) b[h.glob[i]] = h.y[i];
   });
+  if (m == 0) return;
   Eigen::VectorXd r(m);
   for (int s = 0; s < m; ++s) r[s] = b[sep[s]];
   for (const Half& h : half)

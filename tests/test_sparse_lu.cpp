@@ -112,6 +112,52 @@ TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solve
   }
 }
 
+namespace {
+// The block-diagonal matrix of `blocks` (circuits that share no unknown).
+Csc block_diag(const std::vector<Csc>& blocks) {
+  std::vector<Eigen::Triplet<double>> t;
+  int off = 0;
+  for (const Csc& B : blocks) {
+    for (int c = 0; c < B.outerSize(); ++c)
+      for (Csc::InnerIterator it(B, c); it; ++it) t.emplace_back(off + it.row(), off + it.col(), it.value());
+    off += static_cast<int>(B.rows());
+  }
+  Csc A(off, off);
+  A.setFromTriplets(t.begin(), t.end());
+  A.makeCompressed();
+  return A;
+}
+}  // namespace
+
+TEST_CASE("sparse LU: disconnected circuits are split between components or around the largest") {
+  TwoThreads threads;
+  SUBCASE("two equal circuits: one per half, no separator") {
+    const Csc A = block_diag({mna_grid(90, 70, 1e-2), mna_grid(90, 70, 2e-2)});
+    REQUIRE(A.rows() >= SparseLU<double>::kSplitMinUnknowns);
+    std::vector<double> b(A.rows(), 0.0);
+    for (int k = 0; k < 70; ++k) b[90 * 70 + k] = 0.3;
+    for (int k = 0; k < 70; ++k) b[A.rows() / 2 + 90 * 70 + k] = -0.2;
+    SparseLU<double> whole, split;
+    const auto x_whole = solve_with(whole, A, b, false);
+    const auto x_split = solve_with(split, A, b, true);
+    REQUIRE(split.split());
+    CHECK(split.separator_size() == 0);
+    CHECK(max_rel_diff(x_whole, x_split) < 1e-11);
+  }
+  SUBCASE("small circuits first, then a large one: the large one is cut") {
+    std::vector<Csc> blocks(40, mna_grid(5, 4, 1.0));  // unknown 0 lies in a small circuit
+    blocks.push_back(mna_grid(140, 90, 1e-2));
+    const Csc A = block_diag(blocks);
+    std::vector<double> b(A.rows(), 1e-3);
+    SparseLU<double> whole, split;
+    const auto x_whole = solve_with(whole, A, b, false);
+    const auto x_split = solve_with(split, A, b, true);
+    REQUIRE(split.split());
+    CHECK(split.separator_size() > 0);
+    CHECK(max_rel_diff(x_whole, x_split) < 1e-11);
+  }
+}
+
 TEST_CASE("sparse LU: small systems and one thread are not split") {
   const Csc A = mna_grid(20, 20, 1.0);
   std::vector<double> b(A.rows(), 1.0);
