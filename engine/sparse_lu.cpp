@@ -545,8 +545,6 @@ bool SparseLU<T>::factor_whole(const T* Ax) {
     if (!whole_analyzed_) return factored_ = false;
   }
   factored_ = whole_.factor(Ax);
-  if (whole_.last_was_refactor()) ++n_refactor_;
-  else ++n_factor_;
   return factored_;
 }
 

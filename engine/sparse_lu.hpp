@@ -44,18 +44,18 @@ class KluLU {
   bool factor(const T* Ax);
   void solve(T* b);
   int singular_unknown() const { return singular_col_; }
-  bool factored() const { return numeric_ != nullptr; }
+  // Whether the last factor() kept the pivot order (klu_refactor) rather than pivoting anew (klu_factor).
   bool last_was_refactor() const { return last_refactor_; }
+  // klu_factor and klu_refactor calls so far (a refactor that falls back to a full factor counts as both).
   long factorizations() const { return n_factor_; }
   long refactorizations() const { return n_refactor_; }
+  klu_symbolic* symbolic() { return symbolic_; }
+  klu_numeric* numeric() { return numeric_; }
+
+ private:
   // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
   // scaled by their largest entry at the last full factorization).
   double rcond();
-  klu_symbolic* symbolic() { return symbolic_; }
-  klu_numeric* numeric() { return numeric_; }
-  klu_common* common() { return &common_; }
-
- private:
   bool full_factor(const T* Ax);
   void free_numeric();
   int n_ = 0;
@@ -95,11 +95,13 @@ class SparseLU {
   // Solves A x = b in place (b size n).
   void solve(T* b);
   int singular_unknown() const { return whole_.singular_unknown(); }
-  long factorizations() const { return n_factor_; }
-  long refactorizations() const { return n_refactor_; }
+  // Factorizations so far: KLU calls on the whole matrix plus two-half factorizations (one each).
+  long factorizations() const { return n_factor_ + whole_.factorizations(); }
+  long refactorizations() const { return n_refactor_ + whole_.refactorizations(); }
   long solves() const { return n_solve_; }
   bool factored() const { return factored_; }
-  // Whether the last factorization was the two-half one, and the separator size (0 if not split).
+  // Whether the last factorization was the two-half one, and the separator size (0 if not split, or if the
+  // halves are disconnected circuits).
   bool split() const { return split_ != nullptr; }
   int separator_size() const;
   // Allows (default) or forbids the two-half evaluation; takes effect at the next analyze().
@@ -116,7 +118,7 @@ class SparseLU {
   bool split_pending_ = false;  // try to split at the first factor (needs the values for zero diagonals)
   bool allow_split_ = true;
   bool factored_ = false;
-  long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;
+  long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;  // n_factor_, n_refactor_: two-half factorizations
 };
 
 extern template class KluLU<double>;
