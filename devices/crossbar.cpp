@@ -428,12 +428,12 @@ Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
   } else if (p.has(kGFile)) {
     src = kGFile;
     if (!p.has(kGDataset)) return fail(kGFile, "g_file needs g_dataset (the dataset path, e.g. /layer0/g)");
-    const std::string path = detail::resolve_include(p.loc[kGFile].file, p.text[kGFile]);
+    const std::string path = detail::resolve_include(p.loc[kGFile].file(), p.text[kGFile]);
     if (Status st = read_conductances_hdf5(path, p.text[kGDataset], frows, fcols, s.g); !st)
       return fail(kGFile, st.errors[0].message);
   } else {
     src = kGCsv;
-    const std::string path = detail::resolve_include(p.loc[kGCsv].file, p.text[kGCsv]);
+    const std::string path = detail::resolve_include(p.loc[kGCsv].file(), p.text[kGCsv]);
     if (Status st = read_conductances_csv(path, frows, fcols, s.g); !st) return fail(kGCsv, st.errors[0].message);
   }
   const long n = static_cast<long>(s.g.size());

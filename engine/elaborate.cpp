@@ -97,9 +97,7 @@ class Elaborator {
     bool only_extensions = !pn_.analyses.empty();
     for (const auto& a : pn_.analyses) only_extensions = only_extensions && a.kind == AnalysisSpec::Kind::Extension;
     if (out_.devices.empty() && !only_extensions) {
-      SourceLoc whole;  // the file as a whole
-      whole.file = pn_.file;
-      return Status::input("the netlist defines no devices", whole);
+      return Status::input("the netlist defines no devices", SourceLoc::whole(pn_.file));
     }
     for (auto& fd : out_.devices) {
       if (fd.control.empty()) continue;

@@ -32,8 +32,7 @@ Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNe
   std::string text, why;
   if (!detail::read_text_file(path, text, why))
     return Status::input(fmt::format("cannot open netlist '{}': {}", path, why));
-  SourceLoc whole;  // the file as a whole (no line)
-  whole.file = path;
+  const SourceLoc whole = SourceLoc::whole(path);  // the file as a whole (no line)
   if (text.find('\0') != std::string::npos)
     return Status::input(fmt::format("'{}' is not a text netlist (it contains NUL bytes)", path), whole);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
@@ -76,20 +75,7 @@ bool read_text_file(const std::string& path, std::string& text, std::string& why
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
-  size_t i = 0, n = text.size();
-  if (n >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;
-  std::string cur;
-  for (; i < n; ++i) {
-    char c = text[i];
-    if (c == '\n' || c == '\r') {
-      lines.push_back(cur);
-      cur.clear();
-      if (c == '\r' && i + 1 < n && text[i + 1] == '\n') ++i;
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) lines.push_back(cur);
+  for (const auto& [off, len] : line_spans(text)) lines.emplace_back(text, off, len);
   return lines;
 }
 

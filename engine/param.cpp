@@ -152,7 +152,7 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
     const ParamSpec& spec = table[i];
     if (pv.given[i])
       st.warnings.push_back(fmt::format("{}parameter {} of {} given more than once; the last value is used",
-                                        a.loc.valid() ? fmt::format("{}:{}: ", a.loc.file, a.loc.line) : "",
+                                        a.loc.valid() ? fmt::format("{}:{}: ", a.loc.file(), a.loc.line) : "",
                                         spec.name, what()));
     if (spec.kind == ParamKind::List) {
       std::vector<double> vals;

@@ -94,13 +94,10 @@ class Reader {
     const size_t start = (m == 0 || b == std::string::npos) ? 0 : b + 1;
     size_t end = data_.find('\n', m);
     if (end == std::string::npos) end = data_.size();
-    SourceLoc loc;
-    loc.file = path_;
-    loc.line = mark_line_;
-    loc.col = static_cast<int>(m - start) + 1;
+    // the offending line alone is registered as line mark_line_ of path_ (the raw file may be binary)
     std::string text = data_.substr(start, std::min<size_t>(end - start, 200));
     if (!text.empty() && text.back() == '\r') text.pop_back();
-    loc.text = std::move(text);
+    SourceLoc loc(SourceFile::add(path_, std::move(text), mark_line_), mark_line_, static_cast<int>(m - start) + 1);
     return Status::input(fmt::format("raw file: {}", msg), loc);
   }
 

@@ -65,45 +65,24 @@ size_t find_comment_or_group(std::string_view s, size_t i) {
   return i;
 }
 
-// A source file kept alive for the duration of the parse; SourceLoc::text shares its lines.
+// A source file being read: its registered text (SourceLocs point into it) and a lower-case copy.
 struct SrcFile {
-  SharedText path;
-  std::string text;                              // whole file contents
-  std::string lower;                             // text in lower case (same offsets)
-  bool has_nul = false;                          // text contains a NUL byte
-  std::vector<std::pair<size_t, size_t>> lines;  // per physical line: offset into text and length (no terminator)
-  mutable std::vector<SharedText> shared;        // per physical line, made when a SourceLoc first points into it
-  std::string_view line(size_t i) const { return std::string_view(text.data() + lines[i].first, lines[i].second); }
+  const SourceFile* src = nullptr;
+  std::string_view text;                              // whole file contents (src->text())
+  std::string lower;                                  // text in lower case (same offsets)
+  bool has_nul = false;                               // text contains a NUL byte
+  const std::vector<std::pair<size_t, size_t>>* lines = nullptr;  // src->spans(): per physical line, offset and length
+  size_t n_lines() const { return lines->size(); }
+  std::pair<size_t, size_t> span(size_t i) const { return (*lines)[i]; }
+  std::string_view line(size_t i) const { return text.substr((*lines)[i].first, (*lines)[i].second); }
+  const std::string& path() const { return src->path(); }
 };
 
-// Splits f.text into lines like detail::split_lines (terminators \n, \r\n or \r; a UTF-8 BOM is skipped;
-// no empty last line), as offsets instead of copies.
-void split_lines(SrcFile& f) {
-  const char* p = f.text.data();
-  size_t n = f.text.size(), start = 0;
-  if (n >= 3 && f.text.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;
-  auto next_nl = [&](size_t from) {
-    const void* q = std::memchr(p + from, '\n', n - from);
-    return q ? static_cast<size_t>(static_cast<const char*>(q) - p) : n;
-  };
-  bool has_cr = std::memchr(p + start, '\r', n - start) != nullptr;
-  f.lines.reserve(n / 24 + 1);
-  size_t nl = next_nl(start);  // the first '\n' at or after start (n if none)
-  while (start < n) {
-    if (nl < start) nl = next_nl(start);
-    const void* cr = has_cr ? std::memchr(p + start, '\r', nl - start) : nullptr;
-    size_t end = cr ? static_cast<size_t>(static_cast<const char*>(cr) - p) : nl;
-    f.lines.emplace_back(start, end - start);
-    if (end == n) break;
-    start = end + 1;
-    if (p[end] == '\r' && start < n && p[start] == '\n') ++start;
-  }
-  f.shared.resize(f.lines.size());
-}
-
-// Reads a file's text into f: lines, lower-case copy, NUL flag.
-void load(SrcFile& f) {
-  split_lines(f);
+// Registers a file's text and fills f: lines, lower-case copy, NUL flag.
+void load(SrcFile& f, const std::string& path, std::string text) {
+  f.src = SourceFile::add(path, std::move(text));
+  f.text = f.src->text();
+  f.lines = &f.src->spans();
   f.has_nul = std::memchr(f.text.data(), '\0', f.text.size()) != nullptr;
   size_t n = f.text.size();
   f.lower.resize(n);
@@ -184,8 +163,8 @@ size_t comment_start(std::string_view s) {
 }
 
 std::string first_defined(const SourceLoc& first, const SourceLoc& here) {
-  if (first.file == here.file) return fmt::format("first defined at line {}", first.line);
-  return fmt::format("first defined at {}:{}", first.file, first.line);
+  if (first.file() == here.file()) return fmt::format("first defined at line {}", first.line);
+  return fmt::format("first defined at {}:{}", first.file(), first.line);
 }
 
 const char* const kSourceKeywords[] = {"dc", "ac", "pulse", "sin", "exp", "pwl"};
@@ -230,17 +209,15 @@ class SpiceParser {
   void parse_text(const std::string& path, std::string text, bool has_title, int depth, bool split = false) {
     files_.emplace_back();
     SrcFile& f = files_.back();
-    f.path = path;
-    f.text = std::move(text);
-    load(f);
+    load(f, path, std::move(text));
     size_t first = 0;
     if (has_title) {
-      if (!f.lines.empty()) out_.title = trim(f.line(0));
+      if (f.n_lines() > 0) out_.title = trim(f.line(0));
       first = 1;
     }
     if (split && depth == 0 && out_.devices.empty() && parse_split(f, first)) return;
-    if (depth == 0 && out_.devices.empty()) reserve_devices(f.lines.size());  // a flat deck: mostly devices
-    parse_lines(f, first, f.lines.size(), depth);
+    if (depth == 0 && out_.devices.empty()) reserve_devices(f.n_lines());  // a flat deck: mostly devices
+    parse_lines(f, first, f.n_lines(), depth);
   }
 
   // Checks done once the whole deck is read.
@@ -269,14 +246,14 @@ class SpiceParser {
   // warning and no name is defined in both halves; otherwise the deck is read again in one pass (so messages
   // and their order are those of the sequential reader). Returns false if the deck is not split.
   bool parse_split(const SrcFile& f, size_t first) {
-    const size_t n = f.lines.size();
+    const size_t n = f.n_lines();
     if (n < kSplitLines || std::thread::hardware_concurrency() < 2) return false;
     const size_t mid = first + (n - first) / 2;
     size_t split = n;
     int sub_depth = 0;
     bool control = false;
     for (size_t i = first; i < n && split == n; ++i) {
-      std::string_view s(f.lower.data() + f.lines[i].first, f.lines[i].second);
+      std::string_view s(f.lower.data() + f.span(i).first, f.span(i).second);
       size_t b = 0;
       while (b < s.size() && is_space(s[b])) ++b;
       if (b == s.size()) continue;
@@ -364,7 +341,7 @@ class SpiceParser {
     size_t special = 0;  // position in f.text of the next ; $ { } ' " at or after the current line
     for (size_t i = first; i < last; ++i) {
       std::string_view s = f.line(i);
-      size_t at_file = f.lines[i].first;  // where s starts in f.text and f.lower
+      size_t at_file = f.span(i).first;  // where s starts in f.text and f.lower
       int lineno = static_cast<int>(i) + 1;
       size_t b = 0;
       while (b < s.size() && is_space(s[b])) ++b;
@@ -448,27 +425,13 @@ class SpiceParser {
     return false;
   }
   void warn(const SourceLoc& loc, const std::string& msg) {
-    st_.warnings.push_back(fmt::format("{}:{}: {}", loc.file, loc.line, msg));
+    st_.warnings.push_back(fmt::format("{}:{}: {}", loc.file(), loc.line, msg));
   }
 
   // ---- locations ------------------------------------------------------------------------------
 
-  // The text of physical line `line` (1-based, in range), shared by every SourceLoc on it.
-  static const SharedText& line_text(const SrcFile& f, int line) {
-    SharedText& sh = f.shared[line - 1];
-    if (sh.empty() && f.lines[line - 1].second != 0) sh = SharedText(std::string(f.line(line - 1)));
-    return sh;
-  }
   // The set_ forms fill an existing SourceLoc (an element already in place in the parsed netlist).
-  static void set_phys_loc(SourceLoc& l, const SrcFile& f, int line, int col) {
-    l.file = f.path;
-    l.line = line;
-    l.col = col;
-    if (line >= 1 && line <= static_cast<int>(f.lines.size()))
-      l.text = line_text(f, line);
-    else
-      l.text = SharedText();
-  }
+  static void set_phys_loc(SourceLoc& l, const SrcFile& f, int line, int col) { l = SourceLoc(f.src, line, col); }
   static SourceLoc phys_loc(const SrcFile& f, int line, int col) {
     SourceLoc l;
     set_phys_loc(l, f, line, col);
@@ -476,10 +439,7 @@ class SpiceParser {
   }
   static void set_at(SourceLoc& l, const LLine& L, size_t off) {
     if (off < L.text.size() && L.segs.size() == 1) {  // the common case: a statement on one physical line
-      l.file = L.file->path;
-      l.line = L.segs[0].line;
-      l.col = L.segs[0].col + static_cast<int>(off);
-      l.text = line_text(*L.file, l.line);
+      l = SourceLoc(L.file->src, L.segs[0].line, L.segs[0].col + static_cast<int>(off));
       return;
     }
     if (off >= L.text.size()) return set_phys_loc(l, *L.file, L.end_line, L.end_col);
@@ -1337,7 +1297,7 @@ class SpiceParser {
                             detail::kMaxIncludeDepth, name));
       return;
     }
-    std::string path = detail::resolve_include(L.file->path, name);
+    std::string path = detail::resolve_include(L.file->path(), name);
     if (is_yaml_path(path)) {
       if (cur_sub_ >= 0) {
         err(cloc, "a YAML file cannot be included inside .subckt");

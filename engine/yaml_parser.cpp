@@ -13,15 +13,9 @@ namespace {
 constexpr int kMaxErrors = 20;
 
 struct SrcFile {
-  SharedText path;
-  std::vector<std::string> lines;
-  std::vector<SharedText> shared;  // lines shared by the SourceLocs pointing into them (filled lazily)
-  const SharedText& line(size_t i) const {
-    auto& sh = const_cast<SrcFile*>(this)->shared;
-    if (sh.size() != lines.size()) sh.resize(lines.size());
-    if (sh[i].empty() && !lines[i].empty()) sh[i] = SharedText(lines[i]);
-    return sh[i];
-  }
+  const SourceFile* src;           // registered text (SourceLocs point into it)
+  std::vector<std::string> lines;  // its physical lines
+  const std::string& path() const { return src->path(); }
 };
 
 struct Entry {
@@ -88,7 +82,7 @@ class YamlParser {
 
   // Parses one YAML document. `top`: the top-level file (its title counts).
   void parse_text(const std::string& path, const std::string& text, bool top, int depth) {
-    files_.push_back(SrcFile{path, detail::split_lines(text), {}});
+    files_.push_back(SrcFile{SourceFile::add(path, text), detail::split_lines(text)});
     const SrcFile* saved = file_;
     file_ = &files_.back();
     try {
@@ -98,8 +92,8 @@ class YamlParser {
       SourceLoc l = mark_loc(e.mark);
       std::string msg = fmt::format("YAML syntax error: {}", e.msg.empty() ? std::string(e.what()) : e.msg);
       // yaml-cpp does not name the usual cause of a syntax error: a tab in the indentation.
-      size_t indent_end = l.text.str().find_first_not_of(" \t");
-      size_t tab = l.text.str().find('\t');
+      size_t indent_end = l.text().find_first_not_of(" \t");
+      size_t tab = l.text().find('\t');
       if (l.valid() && tab != std::string::npos && tab < indent_end) {
         l.col = static_cast<int>(tab) + 1;
         msg += " (tabs are not allowed in YAML indentation; indent with spaces)";
@@ -113,7 +107,6 @@ class YamlParser {
                           c, c == '{' ? '}' : ']', l.line, e.msg.empty() ? std::string(e.what()) : e.msg);
         l.line = oline + 1;
         l.col = ocol + 1;
-        l.text = file_->lines[oline];
       }
       err(l, std::move(msg));
     } catch (const std::exception& e) {
@@ -147,7 +140,7 @@ class YamlParser {
 
   SourceLoc file_loc() const {
     SourceLoc l;
-    l.file = file_ ? file_->path : SharedText();
+    l.src = file_ ? file_->src : nullptr;
     return l;
   }
   SourceLoc mark_loc(const YAML::Mark& m) const {
@@ -155,7 +148,6 @@ class YamlParser {
     if (m.is_null() || m.line < 0) return l;
     l.line = m.line + 1;
     l.col = m.column + 1;
-    if (file_ && m.line < static_cast<int>(file_->lines.size())) l.text = file_->line(m.line);
     return l;
   }
   // Location of a node; `fallback` if the node has no position (missing keys).
@@ -167,8 +159,8 @@ class YamlParser {
   // Location of the first character of a scalar's text (past an opening quote).
   SourceLoc value_loc(const YAML::Node& n) const {
     SourceLoc l = loc(n);
-    if (l.valid() && l.col >= 1 && l.col <= static_cast<int>(l.text.size())) {
-      char c = l.text[l.col - 1];
+    if (l.valid() && l.col >= 1 && l.col <= static_cast<int>(l.text().size())) {
+      char c = l.text()[l.col - 1];
       if (c == '"' || c == '\'') ++l.col;
     }
     return l;
@@ -382,8 +374,8 @@ class YamlParser {
   }
 
   static std::string first_defined(const SourceLoc& first, const SourceLoc& here) {
-    if (first.file == here.file) return fmt::format("first defined at line {}", first.line);
-    return fmt::format("first defined at {}:{}", first.file, first.line);
+    if (first.file() == here.file()) return fmt::format("first defined at line {}", first.line);
+    return fmt::format("first defined at {}:{}", first.file(), first.line);
   }
 
   void subcircuits(const YAML::Node& n, const SourceLoc& where) {
@@ -909,7 +901,7 @@ class YamlParser {
         continue;
       }
       SourceLoc xl = value_loc(x);
-      std::string path = detail::resolve_include(file_->path, x.Scalar());
+      std::string path = detail::resolve_include(file_->path(), x.Scalar());
       if (depth + 1 > detail::kMaxIncludeDepth) {
         err(xl, fmt::format("include nested more than {} deep (recursive include of '{}'?)",
                             detail::kMaxIncludeDepth, x.Scalar()));

@@ -38,7 +38,7 @@ ParamTable common_params() {
 // An error without a location gets `at`.
 Status located(Status st, const SourceLoc& at) {
   for (Diag& d : st.errors)
-    if (!d.loc.valid() && d.loc.file.empty()) d.loc = at;
+    if (!d.loc.valid() && d.loc.file().empty()) d.loc = at;
   return st;
 }
 
@@ -46,7 +46,7 @@ Status located(Status st, const SourceLoc& at) {
 std::string resolve(const ParamValues& a, int i, const AnalysisRequest& req) {
   const fs::path p(a.text[i]);
   if (p.is_absolute()) return p.string();
-  const std::string& base = a.loc[i].file.empty() ? req.netlist->file : a.loc[i].file.str();
+  const std::string& base = a.loc[i].file().empty() ? req.netlist->file : a.loc[i].file();
   return (fs::path(base).parent_path() / p).lexically_normal().string();
 }
 
@@ -88,8 +88,8 @@ class NnAnalysis : public AnalysisType {
                                          "the netlist (keys as in data/examples/mnist_hw.yaml) or 'config: FILE'",
                                          name),
                              req.loc);
-      if (Status st = load_hardware_config(section->loc.file, in.cfg); !st) return located(st, section->loc);
-      in.hardware = fmt::format("{}: hardware", section->loc.file);
+      if (Status st = load_hardware_config(section->loc.file(), in.cfg); !st) return located(st, section->loc);
+      in.hardware = fmt::format("{}: hardware", section->loc.file());
     }
     if (a.has(kMode))
       if (Status st = set_hardware_param(in.cfg, "mode", a.text[kMode]); !st) return located(st, a.loc[kMode]);

@@ -140,14 +140,12 @@ Status load_split(const std::string& dir, Split split, Dataset& out) {
   std::vector<std::uint8_t> lab;
   if (Status st = read_idx_labels(lp, lab); !st) return st;
   if (static_cast<std::size_t>(img.count) != lab.size()) {
-    SourceLoc loc;
-    loc.file = lp;
+    const SourceLoc loc = SourceLoc::whole(lp);
     return Status::input(fmt::format("{} labels, but {} has {} images", lab.size(), ip, img.count), loc);
   }
   for (std::size_t i = 0; i < lab.size(); ++i)
     if (lab[i] > 9) {
-      SourceLoc loc;
-      loc.file = lp;
+      const SourceLoc loc = SourceLoc::whole(lp);
       return Status::input(fmt::format("label {} of item {} is outside 0..9", int{lab[i]}, i), loc);
     }
   const int n = img.count, d = img.rows * img.cols;

@@ -121,16 +121,10 @@ Status check(const HardwareConfig& c) {
 // ---- YAML ----
 
 struct YamlText {
-  std::string file;
-  std::vector<std::string> lines;
+  const SourceFile* src = nullptr;  // the registered text
   SourceLoc loc(const YAML::Mark& m) const {
-    SourceLoc l;
-    l.file = file;
-    if (m.is_null() || m.line < 0) return l;
-    l.line = m.line + 1;
-    l.col = m.column + 1;
-    if (m.line < static_cast<int>(lines.size())) l.text = lines[m.line];
-    return l;
+    if (m.is_null() || m.line < 0) return SourceLoc(src, 0, 0);
+    return SourceLoc(src, m.line + 1, m.column + 1);
   }
 };
 
@@ -217,20 +211,14 @@ void opamp_swing(const HardwareConfig& cfg, double& vhi, double& vlo) {
 Status parse_hardware_config(const std::string& text, const std::string& pseudo_name, HardwareConfig& cfg) {
   cfg = default_hardware_config();
   YamlText yt;
-  yt.file = pseudo_name;
-  {
-    std::istringstream is(text);
-    std::string line;
-    while (std::getline(is, line)) yt.lines.push_back(line);
-  }
+  yt.src = SourceFile::add(pseudo_name, text);
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Status::input(fmt::format("hardware config: {}", e.msg), yt.loc(e.mark));
   }
-  SourceLoc file_loc;
-  file_loc.file = pseudo_name;
+  const SourceLoc file_loc = SourceLoc::whole(pseudo_name);
   if (!root.IsMap()) return Status::input("hardware config: expected a YAML mapping", file_loc);
   YAML::Node hw = root["hardware"];
   if (!hw.IsDefined()) hw = root;
@@ -295,8 +283,7 @@ Status parse_hardware_config(const std::string& text, const std::string& pseudo_
 Status load_hardware_config(const std::string& path, HardwareConfig& cfg) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    SourceLoc l;
-    l.file = path;
+    const SourceLoc l = SourceLoc::whole(path);
     return Status::input("cannot open the hardware config", l);
   }
   std::stringstream ss;

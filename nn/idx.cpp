@@ -16,8 +16,7 @@ constexpr std::uint32_t kMagicLabels = 0x00000801;  // type 0x08 (unsigned byte)
 constexpr std::uint32_t kMaxSide = 1u << 14;         // sanity limit on an image side, pixels
 
 Status file_error(const std::string& path, std::string msg) {
-  SourceLoc loc;
-  loc.file = path;
+  const SourceLoc loc = SourceLoc::whole(path);
   return Status::input(std::move(msg), loc);
 }
 

@@ -21,8 +21,7 @@ struct FormatError {
 };
 
 Status file_error(const std::string& path, const std::string& msg, ErrorKind kind = ErrorKind::Input) {
-  SourceLoc loc;
-  loc.file = path;
+  const SourceLoc loc = SourceLoc::whole(path);
   return Status::fail(kind, msg, loc);
 }
 

@@ -9,12 +9,8 @@ using namespace anasim;
 namespace {
 
 SourceLoc loc_at(int col) {
-  SourceLoc l;
-  l.file = "t.cir";
-  l.line = 3;
-  l.col = col;
-  l.text = "r1 a b {...}";
-  return l;
+  // the quoted line alone, registered as line 3 of t.cir
+  return SourceLoc(SourceFile::add("t.cir", "r1 a b {...}", 3), 3, col);
 }
 
 double eval(const std::string& s, const Scope& sc = Scope()) {
@@ -115,7 +111,7 @@ TEST_CASE("expr: errors point at the offending character") {
   CHECK(d.message == "unknown parameter 'x'");
   CHECK(d.loc.col == 12);
   CHECK(d.loc.line == 3);
-  CHECK(d.loc.file == "t.cir");
+  CHECK(d.loc.file() == "t.cir");
 
   d = eval_error("{a + bb}", 10, sc);
   CHECK(d.message == "unknown parameter 'bb'");
@@ -171,11 +167,7 @@ TEST_CASE("expr: errors point at the offending character") {
   CHECK(d.message.find("nested too deeply") != std::string::npos);
 
   // The caret display points at the character.
-  SourceLoc l;
-  l.file = "t.cir";
-  l.line = 1;
-  l.col = 8;
-  l.text = "r1 a b {2*q}";
+  SourceLoc l(SourceFile::add("t.cir", "r1 a b {2*q}"), 1, 8);
   double v = 0;
   Status st = evaluate_expr("{2*q}", l, sc, v);
   REQUIRE_FALSE(st.ok());
@@ -199,10 +191,7 @@ TEST_CASE("expr: param tables assign, alias, range checks") {
 
   Scope sc;
   sc.set("k", 2);
-  SourceLoc al;
-  al.file = "a.cir";
-  al.line = 2;
-  al.col = 8;
+  SourceLoc al(SourceFile::path_only("a.cir"), 2, 8);
   std::vector<ParamAssign> as;
   as.push_back(ParamAssign{"res", {ValueExpr{"2k*k", al}}, false, al});
   ParamAssign list{"pwl", {}, true, al};

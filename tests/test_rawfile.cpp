@@ -189,7 +189,7 @@ TEST_CASE("rawfile: malformed and missing files") {
   s = read_spice_raw(write_file(dir / "cut.raw", cut).string(), plots);
   REQUIRE_FALSE(s.ok());
   CHECK(s.errors[0].kind == ErrorKind::Input);
-  CHECK(s.errors[0].loc.file == (dir / "cut.raw").string());
+  CHECK(s.errors[0].loc.file() == (dir / "cut.raw").string());
 
   // Cut inside the variable list.
   s = read_spice_raw(write_file(dir / "vars.raw", good.substr(0, good.find("\t2\ti(v1)"))).string(), plots);

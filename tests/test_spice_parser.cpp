@@ -131,7 +131,7 @@ TEST_CASE("spice parser: a deck covering every card") {
   CHECK(r1.node_locs[1].col == 7);
   CHECK(r1.loc.line == 14);
   CHECK(r1.loc.col == 1);
-  CHECK(r1.loc.text == "R1 in out {rval}");
+  CHECK(r1.loc.text() == "R1 in out {rval}");
   CHECK(values(param(r1, "r")) == "{rval}");
   CHECK(param(r1, "r")->values[0].loc.col == 11);
   CHECK(values(param(dev(pn.devices, "r2"), "r")) == "'rval * 2'");
@@ -229,12 +229,12 @@ TEST_CASE("spice parser: continuation lines keep physical locations") {
   CHECK(values(p) == "0|1|1n|1n|1n|5u|10u");
   CHECK(p->loc.line == 4);
   CHECK(p->loc.col == 3);
-  CHECK(p->loc.text == "+ pulse(0 1");
+  CHECK(p->loc.text() == "+ pulse(0 1");
   CHECK(p->values[1].loc.line == 4);
   CHECK(p->values[1].loc.col == 11);
   CHECK(p->values[2].loc.line == 5);
   CHECK(p->values[2].loc.col == 7);
-  CHECK(p->values[2].loc.text == "  +   1n 1n 1n 5u 10u)");
+  CHECK(p->values[2].loc.text() == "  +   1n 1n 1n 5u 10u)");
   const auto& r1 = dev(pn.devices, "r1");
   CHECK(r1.nodes == std::vector<std::string>{"in", "out"});
   CHECK(r1.node_locs[1].line == 7);
@@ -287,11 +287,11 @@ TEST_CASE("spice parser: includes are relative to the including file") {
   REQUIRE_MESSAGE(st.ok(), st.to_string());
   REQUIRE(pn.models.size() == 1);
   CHECK(pn.models[0].name == "dx");
-  CHECK(pn.models[0].loc.file == dir + "/lib/Models.Lib");
+  CHECK(pn.models[0].loc.file() == dir + "/lib/Models.Lib");
   CHECK(pn.models[0].loc.line == 2);
   REQUIRE(pn.devices.size() == 3);
   CHECK(pn.devices[0].name == "r9");  // .end in an include stops that file only
-  CHECK(pn.devices[0].loc.file == dir + "/lib/more.inc");
+  CHECK(pn.devices[0].loc.file() == dir + "/lib/more.inc");
   CHECK(pn.devices[1].name == "d1");
   REQUIRE(pn.subckts.size() == 1);
   CHECK(pn.subckts[0].devices.size() == 1);
@@ -381,7 +381,7 @@ TEST_CASE("spice parser: located errors") {
     Diag d = parse_err(c.deck);
     CAPTURE(d.message);
     CHECK(d.message.rfind(c.message, 0) == 0);
-    CHECK(d.loc.file == "deck.cir");
+    CHECK(d.loc.file() == "deck.cir");
     CHECK(d.loc.line == c.line);
     CHECK(d.loc.col == c.col);
   }

@@ -64,7 +64,7 @@ TEST_CASE("yaml parser: the documented example") {
   CHECK(pn.params[0].loc.line == 2);
   CHECK(pn.params[0].loc.col == 10);
   CHECK(pn.params[0].values[0].loc.col == 16);
-  CHECK(pn.params[0].loc.text == "params: {rval: 1k, cval: 1u}");
+  CHECK(pn.params[0].loc.text() == "params: {rval: 1k, cval: 1u}");
 
   REQUIRE(pn.models.size() == 1);
   CHECK(pn.models[0].name == "dmod");
@@ -225,9 +225,9 @@ TEST_CASE("yaml parser: includes of YAML and SPICE files") {
   CHECK(pn.title == "top");
   REQUIRE(pn.models.size() == 2);
   CHECK(pn.models[0].name == "dm");
-  CHECK(pn.models[0].loc.file == dir + "/models.yaml");
+  CHECK(pn.models[0].loc.file() == dir + "/models.yaml");
   CHECK(pn.models[1].name == "dspice");
-  CHECK(pn.models[1].loc.file == dir + "/lib.cir");
+  CHECK(pn.models[1].loc.file() == dir + "/lib.cir");
   CHECK(pn.models[1].loc.line == 2);
   REQUIRE(pn.subckts.size() == 1);
   CHECK(pn.params.size() == 1);
@@ -329,7 +329,7 @@ TEST_CASE("yaml parser: located errors") {
     Diag d = parse_err(c.text);
     CAPTURE(d.message);
     CHECK(d.message.rfind(c.message, 0) == 0);
-    if (c.line > 0) CHECK(d.loc.file == "net.yaml");
+    if (c.line > 0) CHECK(d.loc.file() == "net.yaml");
     CHECK(d.loc.line == c.line);
     CHECK(d.loc.col == c.col);
   }
