@@ -144,15 +144,15 @@ class AdcType : public DeviceType {
   }
 
   // Input resistors only; the codes are anasim-side.
-  std::string spice_line(const FlatDevice& fd) const override {
+  std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
     AdcSpec s;
     if (Status e = from_flat(fd, s); !e) return fmt::format("* adc {} not exported: {}", fd.name, e.errors[0].message);
-    const size_t k_in = fd.node_names.size() - 1;
+    const size_t k_in = pins.size() - 1;
     std::string out = fmt::format("* adc {}: {} input(s), {} bits; codes are computed by anasim", fd.name, k_in, s.bits);
     if (std::isfinite(s.rin))
       for (size_t k = 0; k < k_in; ++k)
         out += fmt::format("\n{} {} {} {}", spice_instance_name("r", fmt::format("{}.in{}", fd.name, k)),
-                           fd.node_names[k], fd.node_names.back(), s.rin);
+                           pins[k], pins.back(), s.rin);
     return out;
   }
 };

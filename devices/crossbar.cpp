@@ -507,24 +507,22 @@ class CrossbarType : public DeviceType {
     }
     return std::make_unique<Crossbar>(fd.name, fd.loc, s, fd.nodes);
   }
-  std::string spice_line(const FlatDevice& fd) const override {
+  std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
     CrossbarSpec s;
     if (Status e = spec_from_flat(fd, s); !e)
       return fmt::format("* crossbar {} not exported: {}", fd.name, e.errors[0].message);
     s.seed = rnd::effective_seed(s.seed, fd.name);  // as the device does
-    return crossbar_spice(fd.name, s, program_crossbar(s), fd.node_names);
+    return crossbar_spice(fd.name, s, program_crossbar(s), pins);
   }
 };
 
 }  // namespace
 
-FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& s, const std::vector<NodeId>& pins,
-                                const std::vector<std::string>& pin_names) {
+FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& s, const std::vector<NodeId>& pins) {
   FlatDevice fd;
   fd.name = name;
   fd.type = builtin_catalog().find("crossbar");
   fd.nodes = pins;
-  fd.node_names = pin_names;
   fd.params = default_params(fd.type->params);
   ParamValues& p = fd.params;
   auto set = [&p](int idx, double v) {

@@ -118,9 +118,8 @@ std::unique_ptr<Crossbar> make_crossbar(const std::string& name, const CrossbarS
                                         const std::vector<NodeId>& pins, Status& st, const SourceLoc& loc = {});
 
 // A FlatDevice of type "crossbar" carrying the spec inline (g as a list parameter), for netlists assembled
-// in code (simulate, export_spice). pins/pin_names: R rows then C columns.
-FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& spec, const std::vector<NodeId>& pins,
-                                const std::vector<std::string>& pin_names);
+// in code (simulate, export_spice). pins: R rows then C columns.
+FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& spec, const std::vector<NodeId>& pins);
 
 // The crossbar as explicit ngspice elements, one per line: cells "r.<inst>.c<i>_<j>", wire segments
 // "r.<inst>.wr<i>_<j>" / "r.<inst>.wc<i>_<j>", capacitors "c.<inst>.cr<i>_<j>" / "c.<inst>.cc<i>_<j>",

@@ -178,14 +178,14 @@ class DacType : public DeviceType {
   }
 
   // V source (the open-circuit voltage, noise included) in series with rout.
-  std::string spice_line(const FlatDevice& fd) const override {
+  std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
     DacSpec s;
     long code = 0;
     if (Status e = from_flat(fd, s, code); !e)
       return fmt::format("* dac {} not exported: {}", fd.name, e.errors[0].message);
     const Dac d(fd.name, fd.loc, s, code, fd.nodes[0], fd.nodes[1]);
-    const std::string& out = fd.node_names[0];
-    const std::string& ref = fd.node_names[1];
+    const std::string& out = pins[0];
+    const std::string& ref = pins[1];
     std::string head = fmt::format("* dac {}: {} bits, code {}", fd.name, s.bits, code);
     if (s.rout == 0) return fmt::format("{}\n{} {} {} dc {}", head, spice_instance_name("v", fd.name), out, ref, d.voltage());
     const std::string mid = fd.name + "_int";

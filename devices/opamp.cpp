@@ -476,11 +476,11 @@ class OpampType : public DeviceType {
   // ngspice primitives with the same equations: the level 0 nullor as a 0 V source whose current is
   // cancelled at the inputs (F) and delivered to the output (F); levels 1, 2 as B sources (plus R, C, I).
   // Internal nodes are "<name>_<suffix>".
-  std::string spice_line(const FlatDevice& fd) const override {
+  std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
     const std::string& nm = fd.name;
     if (fd.nodes.size() != 3 && fd.nodes.size() != 5) return fmt::format("* op-amp {}: bad node count", nm);
     const Coeffs c = coeffs(fd);
-    auto node = [&](int k) { return fd.node_names[pin_of(k)]; };
+    auto node = [&](int k) { return pins[pin_of(k)]; };
     auto el = [&](const char* letter, const char* suffix) { return spice_instance_name(letter, nm + "_" + suffix); };
     auto volt = [&](const std::string& n) { return n == "0" ? Sym(0.0) : Sym("v(" + n + ")"); };
     std::vector<std::string> lines;

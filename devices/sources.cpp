@@ -138,8 +138,8 @@ class SourceType : public DeviceType {
     }
     return d;
   }
-  std::string spice_line(const FlatDevice& fd) const override {
-    std::string line = fmt::format("{} {} {}", spice_instance_name(key, fd.name), fd.node_names[0], fd.node_names[1]);
+  std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
+    std::string line = fmt::format("{} {} {}", spice_instance_name(key, fd.name), pins[0], pins[1]);
     if (fd.params.has(kDc) || !(fd.params.has(kPulse) || fd.params.has(kSin) || fd.params.has(kExp) || fd.params.has(kPwl)))
       line += fmt::format(" dc {:.15g}", fd.params[kDc]);
     if (fd.params.has(kAcMag) || fd.params.has(kAcPhase))

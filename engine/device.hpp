@@ -159,9 +159,10 @@ class DeviceType {
   virtual std::vector<std::string> builtin_model_names() const { return {}; }
   // Builds the device; returns nullptr and fills st on a validation error (located at fd.loc).
   virtual std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const = 0;
-  // The device as an ngspice deck line (flattened, no newline). Default: name, nodes, [control], [model],
-  // positional parameters, then the other given parameters as name=value.
-  virtual std::string spice_line(const FlatDevice& fd) const;
+  // The device as an ngspice deck line (flattened, no newline); pins[k] is the node name of fd.nodes[k]
+  // ("0" for ground). Default: name, nodes, [control], [model], positional parameters, then the other given
+  // parameters as name=value.
+  virtual std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const;
 };
 
 // Instance name for a SPICE deck: flattened names ("x1.r2") get ngspice's own prefix ("r.x1.r2").

@@ -268,8 +268,6 @@ class Elaborator {
         fd.name = inst.name;
         fd.type = types[k];
         fd.loc = inst.loc;
-        fd.node_names.reserve(inst.nodes.size());
-        for (const auto& nm : inst.nodes) fd.node_names.push_back(is_ground_name(nm) ? std::string("0") : nm);
         fd.nodes.assign(ids.begin() + first_node[k], ids.begin() + first_node[k + 1]);
         if (Status s = device_params(inst, *types[k], "", scope, models, fd); !s) {
           st = std::move(s);
@@ -375,13 +373,9 @@ class Elaborator {
     fd.name = full;
     fd.type = type;
     fd.loc = inst.loc;
-    fd.node_names.reserve(inst.nodes.size());
     fd.nodes.reserve(inst.nodes.size());
-    for (const auto& n : inst.nodes) {
-      if (prefix.empty() && ports.empty() && !is_ground_name(n)) fd.node_names.push_back(n);  // top level: as written
-      else fd.node_names.push_back(map_node(n));
-      fd.nodes.push_back(node(fd.node_names.back()));
-    }
+    for (const auto& n : inst.nodes)
+      fd.nodes.push_back(prefix.empty() && ports.empty() && !is_ground_name(n) ? node(n) : node(map_node(n)));
     return device_params(inst, *type, prefix, scope, models, fd);
   }
 

@@ -16,7 +16,6 @@ struct FlatDevice {
   std::string name;
   const DeviceType* type = nullptr;
   std::vector<NodeId> nodes;             // size type->pins.size()
-  std::vector<std::string> node_names;   // flattened node names ("0" for ground)
   ParamValues params;                    // instance parameters (evaluated, range-checked)
   ParamValues model;                     // model parameters, if the type takes a model
   std::string model_name;                // flattened model name, for export

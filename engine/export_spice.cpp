@@ -14,9 +14,9 @@ std::string spice_instance_name(const std::string& key, const std::string& flat_
   return key + "." + flat_name;
 }
 
-std::string DeviceType::spice_line(const FlatDevice& fd) const {
+std::string DeviceType::spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const {
   std::string s = spice_instance_name(key, fd.name);
-  for (const auto& n : fd.node_names) s += " " + n;
+  for (const auto& n : pins) s += " " + n;
   if (needs_control) s += " " + spice_instance_name(fd.control_key.empty() ? "v" : fd.control_key, fd.control);
   if (!model_type.empty()) s += " " + fd.model_name;
   std::vector<bool> done(params.size(), false);
@@ -65,7 +65,12 @@ std::string spice_deck(const FlatNetlist& fn) {
     fd.model_name = name;
   }
   for (const auto& [n, card] : model_text) out += card + "\n";
-  for (const auto& fd : devs) out += fd.type->spice_line(fd) + "\n";
+  std::vector<std::string> pins;
+  for (const auto& fd : devs) {
+    pins.clear();
+    for (NodeId id : fd.nodes) pins.push_back(fn.node_names[id.v]);
+    out += fd.type->spice_line(fd, pins) + "\n";
+  }
   const Options& o = fn.options;
   out += fmt::format(".options reltol={:.15g} abstol={:.15g} vntol={:.15g} chgtol={:.15g} trtol={:.15g} gmin={:.15g} "
                      "itl1={} itl4={} method={} maxord={}\n",

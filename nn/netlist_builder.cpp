@@ -30,10 +30,7 @@ class Builder {
     FlatDevice fd;
     fd.name = name;
     fd.type = builtin_catalog().find(key);
-    for (const auto& n : nodes) {
-      fd.nodes.push_back(node(n));
-      fd.node_names.push_back(n);
-    }
+    for (const auto& n : nodes) fd.nodes.push_back(node(n));
     fd.params = default_params(fd.type->params);
     if (!fd.type->model_type.empty()) fd.model = default_params(fd.type->model_params);
     fn_.devices.push_back(std::move(fd));
@@ -135,12 +132,10 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
     }
     // Crossbar tiles.
     for (const TileInstance& t : li.tiles) {
-      std::vector<std::string> pin_names;
-      for (int i = 0; i < t.spec.rows; ++i) pin_names.push_back(row[t.row0 + i]);
-      for (int j = 0; j < t.spec.cols; ++j) pin_names.push_back(nm("c", l, t.col0 + j));
       std::vector<NodeId> pins;
-      for (const auto& n : pin_names) pins.push_back(b.node(n));
-      fn.devices.push_back(crossbar_flat_device(t.name, t.spec, pins, pin_names));
+      for (int i = 0; i < t.spec.rows; ++i) pins.push_back(b.node(row[t.row0 + i]));
+      for (int j = 0; j < t.spec.cols; ++j) pins.push_back(b.node(nm("c", l, t.col0 + j)));
+      fn.devices.push_back(crossbar_flat_device(t.name, t.spec, pins));
     }
     // Periphery per neuron.
     for (int j = 0; j < m.outputs; ++j) {
@@ -225,8 +220,10 @@ std::string netlist_yaml(const FlatNetlist& fn) {
   }
   out += "devices:\n";
   for (const auto& fd : fn.devices) {
+    std::vector<std::string> pins;
+    for (NodeId id : fd.nodes) pins.push_back(fn.node_names[id.v]);
     std::vector<std::string> fields = {fmt::format("name: {}", fd.name), fmt::format("type: {}", fd.type->key),
-                                       fmt::format("nodes: [{}]", fmt::join(fd.node_names, ", "))};
+                                       fmt::format("nodes: [{}]", fmt::join(pins, ", "))};
     if (!fd.model_name.empty()) fields.push_back(fmt::format("model: {}", fd.model_name));
     for (auto& p : given_params(fd.params)) fields.push_back(std::move(p));
     out += fmt::format("  - {{{}}}\n", fmt::join(fields, ", "));

@@ -335,8 +335,7 @@ TEST_CASE("crossbar: C++ API builds the device and its netlist form from a spec"
   auto dev = make_crossbar("xb", s, {NodeId(1), NodeId(2), NodeId(3), NodeId(4), NodeId(5)}, st);
   REQUIRE(dev);
   CHECK(dev->conductances() == program_crossbar(s));
-  const FlatDevice fd = crossbar_flat_device("xb", s, {NodeId(1), NodeId(2), NodeId(3), NodeId(4), NodeId(5)},
-                                             {"a", "b", "c", "o1", "o2"});
+  const FlatDevice fd = crossbar_flat_device("xb", s, {NodeId(1), NodeId(2), NodeId(3), NodeId(4), NodeId(5)});
   Status st2;
   auto from_flat = fd.type->create(fd, st2);
   REQUIRE(from_flat);
@@ -359,19 +358,16 @@ FlatNetlist wired_crossbar(int R, int C, CrossbarSpec& s) {
   FlatNetlist fn;
   fn.node_names = {"0"};
   std::vector<NodeId> pins;
-  std::vector<std::string> names;
   for (int k = 0; k < R + C; ++k) {
-    names.push_back(k < R ? fmt::format("row{}", k) : fmt::format("col{}", k - R));
-    fn.node_names.push_back(names.back());
+    fn.node_names.push_back(k < R ? fmt::format("row{}", k) : fmt::format("col{}", k - R));
     pins.push_back(NodeId(k + 1));
   }
-  fn.devices.push_back(crossbar_flat_device("xb", s, pins, names));
+  fn.devices.push_back(crossbar_flat_device("xb", s, pins));
   auto source = [&](const std::string& name, int node, double v) {
     FlatDevice fd;
     fd.name = name;
     fd.type = builtin_catalog().find("v");
     fd.nodes = {NodeId(node), NodeId(0)};
-    fd.node_names = {fn.node_names[node], "0"};
     fd.params = default_params(fd.type->params);
     const int dc = fd.params.index_of("dc");
     fd.params.value[dc] = v;
