@@ -133,19 +133,19 @@ class BSourceType : public DeviceType {
                              v ? fd.params.loc[kI] : fd.loc));
       return nullptr;
     }
-    return std::make_unique<BSource>(fd, fd.params.expr[v ? kV : kI], v);
+    return std::make_unique<BSource>(fd, fd.params.expr()[v ? kV : kI], v);
   }
 
   // "b<name> p n v = <expr>" with flattened node and source names and parameters folded to numbers.
   std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
     const int k = fd.params.has(kV) ? kV : kI;
-    if (!fd.params.expr[k]) return fmt::format("* bsource {}: no expression", fd.name);
+    if (!fd.params.expr()[k]) return fmt::format("* bsource {}: no expression", fd.name);
     auto name = [](const ExprQuantity& q) {
       if (q.kind == ExprQuantity::Kind::Voltage) return "v(" + q.name + ")";
       return "i(" + spice_instance_name(q.device_key.empty() ? "v" : q.device_key, q.name) + ")";
     };
     return fmt::format("{} {} {} {} = {}", spice_instance_name(key, fd.name), pins[0], pins[1],
-                       params[k].name, fd.params.expr[k]->text(name));
+                       params[k].name, fd.params.expr()[k]->text(name));
   }
 };
 

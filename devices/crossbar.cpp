@@ -424,16 +424,16 @@ Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
   int frows = 0, fcols = 0;  // shape from the file (0 = unknown)
   int src = kG;
   if (p.has(kG)) {
-    s.g = p.list[kG];
+    s.g = p.list()[kG];
   } else if (p.has(kGFile)) {
     src = kGFile;
     if (!p.has(kGDataset)) return fail(kGFile, "g_file needs g_dataset (the dataset path, e.g. /layer0/g)");
-    const std::string path = detail::resolve_include(p.loc[kGFile].file(), p.text[kGFile]);
-    if (Status st = read_conductances_hdf5(path, p.text[kGDataset], frows, fcols, s.g); !st)
+    const std::string path = detail::resolve_include(p.loc[kGFile].file(), p.text()[kGFile]);
+    if (Status st = read_conductances_hdf5(path, p.text()[kGDataset], frows, fcols, s.g); !st)
       return fail(kGFile, st.errors[0].message);
   } else {
     src = kGCsv;
-    const std::string path = detail::resolve_include(p.loc[kGCsv].file(), p.text[kGCsv]);
+    const std::string path = detail::resolve_include(p.loc[kGCsv].file(), p.text()[kGCsv]);
     if (Status st = read_conductances_csv(path, frows, fcols, s.g); !st) return fail(kGCsv, st.errors[0].message);
   }
   const long n = static_cast<long>(s.g.size());
@@ -531,7 +531,7 @@ FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& s, 
   };
   set(kRows, s.rows);
   set(kCols, s.cols);
-  p.list[kG] = s.g;
+  p.list()[kG] = s.g;
   p.given[kG] = 1;
   set(kRwireRow, s.rwire_row);
   set(kRwireCol, s.rwire_col);

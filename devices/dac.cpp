@@ -143,8 +143,8 @@ class DacType : public DeviceType {
     s.bits = static_cast<int>(p[kBits]);
     s.vmin = p[kVmin];
     s.vmax = p[kVmax];
-    s.inl = p.list[kInlList];
-    s.dnl = p.list[kDnlList];
+    s.inl = p.list()[kInlList];
+    s.dnl = p.list()[kDnlList];
     s.inl_sigma = p[kInlSigma];
     s.dnl_sigma = p[kDnlSigma];
     s.noise = p[kNoise];

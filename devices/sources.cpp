@@ -39,7 +39,7 @@ class SourceValue {
       if (wave_.kind != Waveform::Kind::None)
         return Status::input(fmt::format("source '{}' has more than one time function", fd.name), fd.params.loc[idx]);
       wave_.kind = kind;
-      wave_.p = fd.params.list[idx];
+      wave_.p = fd.params.list()[idx];
       if (const char* msg = wave_.check()) return Status::input(msg, fd.params.loc[idx]);
     }
     return {};
@@ -146,7 +146,7 @@ class SourceType : public DeviceType {
       line += fmt::format(" ac {:.15g} {:.15g}", fd.params[kAcMag], fd.params[kAcPhase]);
     const std::pair<int, const char*> fns[] = {{kPulse, "pulse"}, {kSin, "sin"}, {kExp, "exp"}, {kPwl, "pwl"}};
     for (auto [idx, nm] : fns)
-      if (fd.params.has(idx)) line += fmt_list(nm, fd.params.list[idx]);
+      if (fd.params.has(idx)) line += fmt_list(nm, fd.params.list()[idx]);
     return line;
   }
 };

@@ -107,7 +107,7 @@ class Elaborator {
         return Status::input(fmt::format("{} '{}' is controlled by '{}', which is not a voltage source or inductor",
                                          fd.type->long_name, fd.name, fd.control),
                              fd.control_loc.valid() ? fd.control_loc : fd.loc);
-      fd.control_key = c->type->key;
+      fd.control_type = c->type;
     }
     if (Status st = resolve_expressions(); !st) return st;
     out_.extra = pn_.extra;  // before analyses(): extension checks may read other sections
@@ -384,17 +384,17 @@ class Elaborator {
   template <class MapNode>
   Status compile_expressions(FlatDevice& fd, const std::string& full, const std::string& prefix, const Scope& scope,
                              const MapNode& map_node) const {
-    for (size_t i = 0; i < fd.params.expr.size(); ++i) {
+    for (size_t i = 0; i < fd.params.expr().size(); ++i) {
       if (!fd.params.has(static_cast<int>(i))) continue;
       auto ce = std::make_shared<CompiledExpr>();
       const ExprNameMap names{map_node, [&](const std::string& d) { return prefix + d; }};
-      Status st = compile_expr(fd.params.text[i], fd.params.loc[i], scope, names, *ce);
+      Status st = compile_expr(fd.params.text()[i], fd.params.loc[i], scope, names, *ce);
       if (!st) {
         for (Diag& d : st.errors)
           d.message += fmt::format(" (in {}= of {} '{}')", fd.type->params[i].name, fd.type->long_name, full);
         return st;
       }
-      fd.params.expr[i] = std::move(ce);
+      fd.params.expr()[i] = std::move(ce);
     }
     return {};
   }
@@ -452,7 +452,7 @@ class Elaborator {
   // device is flattened (an expression may name a node or source defined further down).
   Status resolve_expressions() {
     for (auto& fd : out_.devices) {
-      for (auto& ce : fd.params.expr) {
+      for (auto& ce : fd.params.expr()) {
         if (!ce) continue;
         for (ExprQuantity& q : ce->quantities()) {
           if (q.kind == ExprQuantity::Kind::Voltage) {

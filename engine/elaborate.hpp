@@ -20,7 +20,7 @@ struct FlatDevice {
   ParamValues model;                     // model parameters, if the type takes a model
   std::string model_name;                // flattened model name, for export
   std::string control;                   // flattened controlling-source name (F/H)
-  std::string control_key;               // type key of the controlling device ("v" or "l")
+  const DeviceType* control_type = nullptr;  // type of the controlling device (a V source or an inductor)
   SourceLoc control_loc;                 // where the controlling-source name is written (F/H)
   SourceLoc loc;
 };

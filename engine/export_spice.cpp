@@ -17,7 +17,7 @@ std::string spice_instance_name(const std::string& key, const std::string& flat_
 std::string DeviceType::spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const {
   std::string s = spice_instance_name(key, fd.name);
   for (const auto& n : pins) s += " " + n;
-  if (needs_control) s += " " + spice_instance_name(fd.control_key.empty() ? "v" : fd.control_key, fd.control);
+  if (needs_control) s += " " + spice_instance_name(fd.control_type ? fd.control_type->key : "v", fd.control);
   if (!model_type.empty()) s += " " + fd.model_name;
   std::vector<bool> done(params.size(), false);
   for (const auto& pos : positional) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <new>
+#include <type_traits>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -17,12 +18,15 @@ int ParamValues::index_of(const std::string& name) const {
   return -1;
 }
 
+const ParamValues::Extra ParamValues::kNoExtra;
+
 void ParamValues::allocate(size_t n) {
   release();
   if (n == 0) return;
   static_assert(alignof(SourceLoc) >= alignof(double), "layout: SourceLoc, then double, then char");
-  block_ = ::operator new(n * (sizeof(SourceLoc) + sizeof(double) + sizeof(char)));
-  auto* locs = static_cast<SourceLoc*>(block_);
+  static_assert(std::is_trivially_destructible_v<SourceLoc>, "release() does not destroy the SourceLocs");
+  void* block = ::operator new(n * (sizeof(SourceLoc) + sizeof(double) + sizeof(char)));
+  auto* locs = static_cast<SourceLoc*>(block);
   for (size_t i = 0; i < n; ++i) new (locs + i) SourceLoc();
   loc.p_ = locs;
   value.p_ = reinterpret_cast<double*>(locs + n);
@@ -31,16 +35,15 @@ void ParamValues::allocate(size_t n) {
 }
 
 void ParamValues::release() {
-  if (!block_) return;
-  for (size_t i = 0; i < loc.n_; ++i) loc.p_[i].~SourceLoc();
-  ::operator delete(block_);
-  block_ = nullptr;
+  if (!loc.p_) return;
+  ::operator delete(static_cast<void*>(loc.p_));
   loc = {};
   value = {};
   given = {};
 }
 
-ParamValues::ParamValues(const ParamValues& o) : table(o.table), list(o.list), text(o.text), expr(o.expr) {
+ParamValues::ParamValues(const ParamValues& o)
+    : table(o.table), extra_(o.extra_ ? std::make_unique<Extra>(*o.extra_) : nullptr) {
   allocate(o.value.size());
   std::copy(o.value.begin(), o.value.end(), value.begin());
   std::copy(o.given.begin(), o.given.end(), given.begin());
@@ -48,9 +51,7 @@ ParamValues::ParamValues(const ParamValues& o) : table(o.table), list(o.list), t
 }
 
 ParamValues::ParamValues(ParamValues&& o) noexcept
-    : table(o.table), value(o.value), list(std::move(o.list)), text(std::move(o.text)), expr(std::move(o.expr)),
-      given(o.given), loc(o.loc), block_(o.block_) {
-  o.block_ = nullptr;
+    : table(o.table), value(o.value), given(o.given), loc(o.loc), extra_(std::move(o.extra_)) {
   o.value = {};
   o.given = {};
   o.loc = {};
@@ -65,14 +66,10 @@ ParamValues& ParamValues::operator=(ParamValues&& o) noexcept {
   if (this == &o) return *this;
   release();
   table = o.table;
-  list = std::move(o.list);
-  text = std::move(o.text);
-  expr = std::move(o.expr);
+  extra_ = std::move(o.extra_);
   value = o.value;
   given = o.given;
   loc = o.loc;
-  block_ = o.block_;
-  o.block_ = nullptr;
   o.value = {};
   o.given = {};
   o.loc = {};
@@ -94,9 +91,9 @@ ParamValues default_params(const ParamTable& table) {
     texts = texts || spec.kind == ParamKind::Text || spec.kind == ParamKind::Expr;
     exprs = exprs || spec.kind == ParamKind::Expr;
   }
-  if (lists) pv.list.assign(n, {});
-  if (texts) pv.text.assign(n, {});
-  if (exprs) pv.expr.assign(n, {});
+  if (lists) pv.list().assign(n, {});
+  if (texts) pv.text().assign(n, {});
+  if (exprs) pv.expr().assign(n, {});
   return pv;
 }
 
@@ -169,7 +166,7 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
         vals.push_back(v);
       }
       if (!ok) continue;
-      pv.list[i] = std::move(vals);
+      pv.list()[i] = std::move(vals);
       pv.given[i] = 1;
       pv.loc[i] = a.loc;
       continue;
@@ -182,7 +179,7 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
       }
       std::string t = a.values[0].text;
       if (spec.kind == ParamKind::Text && t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
-      pv.text[i] = std::move(t);
+      pv.text()[i] = std::move(t);
       pv.given[i] = 1;
       pv.loc[i] = a.values[0].loc;
       continue;

@@ -58,11 +58,18 @@ class ParamArray {
 struct ParamValues {
   const ParamTable* table = nullptr;
   ParamArray<double> value;                // size table->size(); default if not given
-  std::vector<std::vector<double>> list;   // for List kind; sized like the table only if it has List parameters
-  std::vector<std::string> text;           // for Text kind (raw, quotes stripped; "" if not given); sized only if the table has Text parameters
-  std::vector<std::shared_ptr<CompiledExpr>> expr;  // for Expr kind (compiled by elaboration); sized only if the table has Expr parameters
   ParamArray<char> given;                  // 1 if set explicitly
   ParamArray<SourceLoc> loc;               // where each given value came from
+  // Values of the List, Text and Expr kinds, sized like the table only if it has parameters of that kind
+  // (most devices have none: their ParamValues then carry one null pointer instead of three vectors).
+  // list: numbers of List parameters; text: raw text of Text and Expr parameters (quotes stripped, "" if not
+  // given); expr: Expr parameters compiled by elaboration.
+  std::vector<std::vector<double>>& list() { return extra().list; }
+  const std::vector<std::vector<double>>& list() const { return extra_ ? extra_->list : kNoExtra.list; }
+  std::vector<std::string>& text() { return extra().text; }
+  const std::vector<std::string>& text() const { return extra_ ? extra_->text : kNoExtra.text; }
+  std::vector<std::shared_ptr<CompiledExpr>>& expr() { return extra().expr; }
+  const std::vector<std::shared_ptr<CompiledExpr>>& expr() const { return extra_ ? extra_->expr : kNoExtra.expr; }
 
   ParamValues() = default;
   ParamValues(const ParamValues& o);
@@ -77,9 +84,21 @@ struct ParamValues {
 
  private:
   friend ParamValues default_params(const ParamTable& table);
-  void allocate(size_t n);  // value, given, loc of size n (loc default-constructed, the rest uninitialised)
+  struct Extra {
+    std::vector<std::vector<double>> list;
+    std::vector<std::string> text;
+    std::vector<std::shared_ptr<CompiledExpr>> expr;
+  };
+  static const Extra kNoExtra;
+  Extra& extra() {
+    if (!extra_) extra_ = std::make_unique<Extra>();
+    return *extra_;
+  }
+  // value, given and loc of size n in one heap block (n SourceLoc at loc.p_, then n double, then n char):
+  // loc default-constructed, the rest uninitialised.
+  void allocate(size_t n);
   void release();
-  void* block_ = nullptr;   // n SourceLoc, then n double, then n char
+  std::unique_ptr<Extra> extra_;
 };
 
 // Fresh value set holding the defaults of a table.

@@ -44,7 +44,7 @@ Status located(Status st, const SourceLoc& at) {
 
 // Argument i's file name, resolved against the directory of the file it is written in.
 std::string resolve(const ParamValues& a, int i, const AnalysisRequest& req) {
-  const fs::path p(a.text[i]);
+  const fs::path p(a.text()[i]);
   if (p.is_absolute()) return p.string();
   const std::string& base = a.loc[i].file().empty() ? req.netlist->file : a.loc[i].file();
   return (fs::path(base).parent_path() / p).lexically_normal().string();
@@ -66,7 +66,7 @@ class NnAnalysis : public AnalysisType {
 
   Status inputs(const AnalysisRequest& req, Inputs& in) const {
     const ParamValues& a = *req.args;
-    if (!a.has(kModel) || a.text[kModel].empty())
+    if (!a.has(kModel) || a.text()[kModel].empty())
       return Status::input(fmt::format("{} analysis needs 'model: FILE' (a model from `anasim nn train`)", name),
                            req.loc);
     in.model = resolve(a, kModel, req);
@@ -92,9 +92,9 @@ class NnAnalysis : public AnalysisType {
       in.hardware = fmt::format("{}: hardware", section->loc.file());
     }
     if (a.has(kMode))
-      if (Status st = set_hardware_param(in.cfg, "mode", a.text[kMode]); !st) return located(st, a.loc[kMode]);
+      if (Status st = set_hardware_param(in.cfg, "mode", a.text()[kMode]); !st) return located(st, a.loc[kMode]);
     if (a.has(kDataset))
-      if (Status st = parse_dataset_kind(a.text[kDataset], in.kind); !st) return located(st, a.loc[kDataset]);
+      if (Status st = parse_dataset_kind(a.text()[kDataset], in.kind); !st) return located(st, a.loc[kDataset]);
     for (int i : integer_args())
       if (!is_integer(a[i]))
         return Status::input(fmt::format("'{}' of the {} analysis must be an integer, got {}", params[i].name, name,
@@ -241,7 +241,7 @@ class McAnalysis : public NnAnalysis {
     o.seed = static_cast<std::uint64_t>(a[kSeed]);
     o.samples = static_cast<int>(a[kSamples]);
     if (a.has(kSweep))
-      if (Status st = parse_mc_sweep(a.text[kSweep], cfg, o); !st) return located(st, a.loc[kSweep]);
+      if (Status st = parse_mc_sweep(a.text()[kSweep], cfg, o); !st) return located(st, a.loc[kSweep]);
     return {};
   }
 

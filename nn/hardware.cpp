@@ -47,7 +47,7 @@ void apply(const ParamValues& p, HardwareConfig& c) {
   c.rwire_col = p.has(kRwireCol) ? p[kRwireCol] : p[kRwire];
   c.rdriver = p[kRdriver];
   c.rsink = p[kRsink];
-  c.mode = p.text[kMode] == "hybrid" ? MappingMode::Hybrid : MappingMode::Analog;
+  c.mode = p.text()[kMode] == "hybrid" ? MappingMode::Hybrid : MappingMode::Analog;
   c.adc_bits = static_cast<int>(p[kAdcBits]);
   c.adc_rin = p[kAdcRin];
   c.headroom = p[kHeadroom];
@@ -80,7 +80,7 @@ ParamValues values_of(const HardwareConfig& c) {
   set(kTileCols, c.tile_cols); set(kRwireRow, c.rwire_row); set(kRwireCol, c.rwire_col);
   p.given[kRwireRow] = p.given[kRwireCol] = 1;
   set(kRdriver, c.rdriver); set(kRsink, c.rsink);
-  p.text[kMode] = mode_name(c.mode);
+  p.text()[kMode] = mode_name(c.mode);
   set(kAdcBits, c.adc_bits); set(kAdcRin, c.adc_rin); set(kHeadroom, c.headroom);
   set(kCalibPercentile, c.calib_percentile); set(kCalibSamples, c.calib_samples); set(kRectR1, c.rect_r1);
   set(kRectRl, c.rect_rl); set(kInvR, c.inv_r); set(kDiodeIs, c.diode_is); set(kDiodeN, c.diode_n);
@@ -264,13 +264,13 @@ Status parse_hardware_config(const std::string& text, const std::string& pseudo_
   }
   if (!st) return st;
   ParamValues p = default_params(hardware_params());
-  p.text[kMode] = "analog";
+  p.text()[kMode] = "analog";
   const Scope scope;
   if (Status s = assign_params(p, assigns, scope, "hardware"); !s) return s;
-  const std::string mode = to_lower(p.text[kMode]);
+  const std::string mode = to_lower(p.text()[kMode]);
   if (mode != "analog" && mode != "hybrid")
-    return Status::input(fmt::format("hardware: mode must be analog or hybrid, got '{}'", p.text[kMode]), p.loc[kMode]);
-  p.text[kMode] = mode;
+    return Status::input(fmt::format("hardware: mode must be analog or hybrid, got '{}'", p.text()[kMode]), p.loc[kMode]);
+  p.text()[kMode] = mode;
   for (int i : {kLevels, kDacBits, kTileRows, kTileCols, kAdcBits, kCalibSamples, kSeed})
     if (p[i] != std::floor(p[i]))
       return Status::input(fmt::format("hardware: {} must be an integer, got {}", hardware_params()[i].name, p[i]),
@@ -313,10 +313,10 @@ Status set_hardware_param(HardwareConfig& cfg, const std::string& name_in, const
   pa.name = name;
   if (name == "rwire") p.given[kRwireRow] = p.given[kRwireCol] = 0;
   if (Status s = assign_params(p, {pa}, scope, "hardware"); !s) return s;
-  const std::string mode = to_lower(p.text[kMode]);
+  const std::string mode = to_lower(p.text()[kMode]);
   if (mode != "analog" && mode != "hybrid")
     return Status::input(fmt::format("hardware: mode must be analog or hybrid, got '{}'", value));
-  p.text[kMode] = mode;
+  p.text()[kMode] = mode;
   apply(p, cfg);
   return check(cfg);
 }

@@ -194,10 +194,10 @@ std::vector<std::string> given_params(const ParamValues& p) {
     const ParamSpec& s = (*p.table)[i];
     if (s.kind == ParamKind::List) {
       std::vector<std::string> v;
-      for (double x : p.list[i]) v.push_back(yaml_num(x));
+      for (double x : p.list()[i]) v.push_back(yaml_num(x));
       out.push_back(fmt::format("{}: [{}]", s.name, fmt::join(v, ", ")));
     } else if (s.kind == ParamKind::Text || s.kind == ParamKind::Expr) {
-      out.push_back(fmt::format("{}: \"{}\"", s.name, p.text[i]));
+      out.push_back(fmt::format("{}: \"{}\"", s.name, p.text()[i]));
     } else {
       out.push_back(fmt::format("{}: {}", s.name, yaml_num(p.value[i])));
     }

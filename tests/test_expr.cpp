@@ -203,8 +203,8 @@ TEST_CASE("expr: param tables assign, alias, range checks") {
   CHECK(pv[0] == doctest::Approx(4e3));
   CHECK(pv.has(0));
   CHECK(pv.loc[0].line == 2);
-  CHECK(pv.list[3].size() == 4);
-  CHECK(pv.list[3][3] == doctest::Approx(2));
+  CHECK(pv.list()[3].size() == 4);
+  CHECK(pv.list()[3][3] == doctest::Approx(2));
   CHECK(pv[2] == 1);
 
   SourceLoc vl = al;
