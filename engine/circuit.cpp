@@ -3,6 +3,7 @@
 #include "engine/circuit.hpp"
 #include <algorithm>
 #include <numeric>
+#include <thread>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -138,16 +139,31 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   devices_.clear();
   unknowns_.clear();
   branch_owner_.clear();
-  node_names_ = fn.node_names;
-  node_unknown_.assign(node_names_.size(), UnknownIndex());
-  for (size_t i = 1; i < node_names_.size(); ++i) {
-    node_unknown_[i] = UnknownIndex(static_cast<int>(i) - 1);
-    unknowns_.push_back({"v(" + node_names_[i] + ")", true, true});
-    branch_owner_.emplace_back();
-  }
+  // Large netlists use a second thread twice: to name the node unknowns while the devices are created, and to
+  // run the topology checks while the pattern is compiled (both only read what the other side writes).
+  const bool two_threads = fn.devices.size() >= kParallelDevices && std::thread::hardware_concurrency() >= 2;
+  struct Joined {  // joins on every return path (declared after what its thread uses)
+    std::thread t;
+    ~Joined() { join(); }
+    void join() { if (t.joinable()) t.join(); }
+  };
+  Joined namer;
+  auto name_nodes = [this, &fn] {
+    node_names_ = fn.node_names;
+    node_unknown_.assign(node_names_.size(), UnknownIndex());
+    unknowns_.reserve(node_names_.size());
+    for (size_t i = 1; i < node_names_.size(); ++i) {
+      node_unknown_[i] = UnknownIndex(static_cast<int>(i) - 1);
+      unknowns_.push_back({"v(" + node_names_[i] + ")", true, true});
+    }
+    branch_owner_.resize(unknowns_.size());
+  };
+  if (two_threads) namer.t = std::thread(name_nodes);
+  else name_nodes();
   n_states_ = 0;
   nonlinear_ = false;
 
+  devices_.reserve(fn.devices.size());
   for (const auto& fd : fn.devices) {
     auto dev = fd.type->create(fd, st);
     if (!dev) {
@@ -157,6 +173,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     nonlinear_ = nonlinear_ || dev->nonlinear();
     devices_.push_back(std::move(dev));
   }
+  namer.join();
 
   CircuitBuilder b(*this);
   state_devices_.clear();
@@ -165,6 +182,53 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     d->allocate(b);
     if (n_states_ > before) state_devices_.push_back(d.get());
   }
+  // Topology checks on all nodes, including device-internal ones (devices and nodes are all in place now).
+  // Returns the first error.
+  auto check_topology = [this, &fn]() -> Status {
+    const int nn = static_cast<int>(node_names_.size());
+    // First device touching each node, for locating messages.
+    std::vector<int> first_dev(nn, -1);
+    for (size_t k = 0; k < fn.devices.size(); ++k)
+      for (NodeId id : fn.devices[k].nodes)
+        if (first_dev[id.v] < 0) first_dev[id.v] = static_cast<int>(k);
+    {
+      UnionFind uf(nn);
+      std::vector<NodePair> edges;
+      for (size_t k = 0; k < devices_.size(); ++k) {
+        edges.clear();
+        devices_[k]->voltage_edges(edges);
+        for (const auto& [a, c] : edges) {
+          if (!uf.unite(a.v, c.v))
+            return Status::input(fmt::format("{} '{}' closes a loop of voltage sources/inductors between nodes '{}' and "
+                                             "'{}' (the loop has no unique solution)",
+                                             fn.devices[k].type->long_name, devices_[k]->name(), node_names_[a.v],
+                                             node_names_[c.v]),
+                                 devices_[k]->loc());
+        }
+      }
+    }
+    {
+      UnionFind uf(nn);
+      std::vector<NodePair> edges;
+      for (auto& d : devices_) {
+        edges.clear();
+        d->dc_paths(edges);
+        d->voltage_edges(edges);
+        for (const auto& [a, c] : edges) uf.unite(a.v, c.v);
+      }
+      for (int i = 1; i < nn; ++i) {
+        if (uf.find(i) != uf.find(0)) {
+          SourceLoc loc = first_dev[i] >= 0 ? fn.devices[first_dev[i]].loc : SourceLoc{};
+          std::string via = first_dev[i] >= 0 ? fmt::format(" (connected to '{}')", fn.devices[first_dev[i]].name) : "";
+          return Status::input(fmt::format("node '{}' has no DC path to ground{}", node_names_[i], via), loc);
+        }
+      }
+    }
+    return {};
+  };
+  Status topo;
+  Joined checker;
+  if (two_threads) checker.t = std::thread([&] { topo = check_topology(); });
   b.reserve(5 * devices_.size());  // most devices are two-terminal conductances (4 entries); sources have more
   for (auto& d : devices_) d->declare(b);
   for (size_t k = 0; k < fn.devices.size(); ++k) {
@@ -175,47 +239,9 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
                            fd.control_loc.valid() ? fd.control_loc : fd.loc);
   }
   b.compile();
-
-  // Topology checks on all nodes, including device-internal ones.
-  const int nn = static_cast<int>(node_names_.size());
-  // First device touching each node, for locating messages.
-  std::vector<int> first_dev(nn, -1);
-  for (size_t k = 0; k < fn.devices.size(); ++k)
-    for (NodeId id : fn.devices[k].nodes)
-      if (first_dev[id.v] < 0) first_dev[id.v] = static_cast<int>(k);
-  {
-    UnionFind uf(nn);
-    std::vector<NodePair> edges;
-    for (size_t k = 0; k < devices_.size(); ++k) {
-      edges.clear();
-      devices_[k]->voltage_edges(edges);
-      for (const auto& [a, c] : edges) {
-        if (!uf.unite(a.v, c.v))
-          return Status::input(fmt::format("{} '{}' closes a loop of voltage sources/inductors between nodes '{}' and "
-                                           "'{}' (the loop has no unique solution)",
-                                           fn.devices[k].type->long_name, devices_[k]->name(), node_names_[a.v],
-                                           node_names_[c.v]),
-                               devices_[k]->loc());
-      }
-    }
-  }
-  {
-    UnionFind uf(nn);
-    std::vector<NodePair> edges;
-    for (auto& d : devices_) {
-      edges.clear();
-      d->dc_paths(edges);
-      d->voltage_edges(edges);
-      for (const auto& [a, c] : edges) uf.unite(a.v, c.v);
-    }
-    for (int i = 1; i < nn; ++i) {
-      if (uf.find(i) != uf.find(0)) {
-        SourceLoc loc = first_dev[i] >= 0 ? fn.devices[first_dev[i]].loc : SourceLoc{};
-        std::string via = first_dev[i] >= 0 ? fmt::format(" (connected to '{}')", fn.devices[first_dev[i]].name) : "";
-        return Status::input(fmt::format("node '{}' has no DC path to ground{}", node_names_[i], via), loc);
-      }
-    }
-  }
+  if (!two_threads) topo = check_topology();
+  checker.join();
+  if (!topo) return topo;
   return st;
 }
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <string>
 #include "devices/registry.hpp"
+#include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/parse.hpp"
 
@@ -90,4 +91,34 @@ TEST_CASE("elaborate: a large flat netlist matches the one-thread path") {
   };
   CHECK(duplicate(false).find("duplicate device name") == 0);
   CHECK(duplicate(true).find("unknown device type 'q'") == 0);
+}
+
+TEST_CASE("circuit build: a large netlist (second thread) reports the topology errors of a small one") {
+  // ladder(12000) has 24,001 devices: Circuit::build names the nodes and checks the topology on a second thread.
+  REQUIRE(2 * 12000 + 1 >= static_cast<int>(Circuit::kParallelDevices));
+  const char* extras[] = {
+      "rf fa fb 1k\n",             // floating nodes
+      "vx n0 0 dc 2\n",            // a loop of voltage sources (with v1)
+      "vx n3 n4 dc 0\nlx n4 n3 1u\n",  // a loop of a source and an inductor
+  };
+  for (const char* extra : extras) {
+    CAPTURE(extra);
+    FlatNetlist big, small;
+    REQUIRE(elab(ladder(12000, extra), big).ok());
+    REQUIRE(elab(ladder(10, extra), small).ok());
+    Circuit cb, cs;
+    const Status sb = cb.build(big, builtin_catalog()), ss = cs.build(small, builtin_catalog());
+    REQUIRE(!sb.ok());
+    REQUIRE(!ss.ok());
+    CHECK(sb.errors[0].message == ss.errors[0].message);
+    CHECK(sb.errors[0].loc.line == ss.errors[0].loc.line + 2 * (12000 - 10));  // the same device, further down
+  }
+  // and a valid large netlist builds with every node named
+  FlatNetlist ok;
+  REQUIRE(elab(ladder(12000), ok).ok());
+  Circuit c;
+  REQUIRE(c.build(ok, builtin_catalog()).ok());
+  REQUIRE(c.n() >= 12001);
+  CHECK(c.unknowns()[0].name == "v(n0)");
+  CHECK(c.unknowns()[12000].name == "v(n12000)");
 }
