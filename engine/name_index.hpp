@@ -1,6 +1,6 @@
 // NameIndex: a set of names stored as indices into the vector that holds the named objects (devices, nodes,
-// models), for netlists of 10^5..10^6 names. Open addressing over (hash, index) slots: adding a name copies no
-// string and allocates nothing but the occasional rehash.
+// models), for netlists of 10^5..10^6 names (at most 2^31). Open addressing over 8-byte (hash, index) slots:
+// adding a name copies no string and allocates nothing but the occasional rehash.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -26,15 +26,15 @@ class NameIndex {
   std::pair<size_t, bool> try_emplace(std::string_view name, size_t idx, const NameOf& name_of) {
     if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
     const uint64_t h = hash(name);
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = slots_.size() - 1;  // < 2^32: tables hold fewer than 2^31 names
     for (size_t k = h & mask;; k = (k + 1) & mask) {
       Slot& sl = slots_[k];
       if (sl.idx1 == 0) {
-        sl = Slot{h, idx + 1};
+        sl = Slot{tag(h), static_cast<uint32_t>(idx + 1)};
         ++count_;
         return {idx, true};
       }
-      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return {sl.idx1 - 1, false};
+      if (sl.tag == tag(h) && std::string_view(name_of(sl.idx1 - 1)) == name) return {sl.idx1 - 1, false};
     }
   }
   // Index of the object named `name`, or npos.
@@ -46,7 +46,7 @@ class NameIndex {
     for (size_t k = h & mask;; k = (k + 1) & mask) {
       const Slot& sl = slots_[k];
       if (sl.idx1 == 0) return npos;
-      if (sl.hash == h && std::string_view(name_of(sl.idx1 - 1)) == name) return sl.idx1 - 1;
+      if (sl.tag == tag(h) && std::string_view(name_of(sl.idx1 - 1)) == name) return sl.idx1 - 1;
     }
   }
   void clear() {
@@ -56,12 +56,15 @@ class NameIndex {
   static constexpr size_t npos = static_cast<size_t>(-1);
 
  private:
+  // 8 bytes: a table of 10^5 names is randomly accessed, so its size is what its look-ups cost.
   struct Slot {
-    uint64_t hash = 0;
-    size_t idx1 = 0;  // object index + 1; 0 = empty slot
+    uint32_t tag = 0;   // low half of the name's hash (its low bits pick the slot, so a rehash needs no names)
+    uint32_t idx1 = 0;  // object index + 1; 0 = empty slot
   };
   std::vector<Slot> slots_;  // size 0 or a power of two, at most half full
   size_t count_ = 0;
+
+  static uint32_t tag(uint64_t h) { return static_cast<uint32_t>(h); }
 
   static uint64_t hash(std::string_view s) {  // FNV-1a, then a final mix for the low bits used as the slot
     uint64_t h = 14695981039346656037ull;
@@ -74,7 +77,7 @@ class NameIndex {
     const size_t mask = slots_.size() - 1;
     for (const Slot& sl : old) {
       if (sl.idx1 == 0) continue;
-      size_t k = sl.hash & mask;
+      size_t k = sl.tag & mask;
       while (slots_[k].idx1 != 0) k = (k + 1) & mask;
       slots_[k] = sl;
     }

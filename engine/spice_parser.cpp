@@ -286,7 +286,8 @@ class SpiceParser {
       second.parse_lines(f, split, n, 0);
       second.finish();
     });
-    reserve_devices(n - first);
+    out_.devices.reserve(n - first);  // the second half is appended
+    top_devices_.reserve(split - first);
     parse_lines(f, first, split, 0);
     finish();
     worker.join();

@@ -5,6 +5,7 @@
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
+#include "engine/name_index.hpp"
 #include "engine/parse.hpp"
 
 using namespace anasim;
@@ -121,4 +122,20 @@ TEST_CASE("circuit build: a large netlist (second thread) reports the topology e
   REQUIRE(c.n() >= 12001);
   CHECK(c.unknowns()[0].name == "v(n0)");
   CHECK(c.unknowns()[12000].name == "v(n12000)");
+}
+
+TEST_CASE("NameIndex: 8-byte slots keep every name through rehashes, find duplicates and misses") {
+  std::vector<std::string> names;
+  for (int i = 0; i < 100000; ++i) names.push_back("n" + std::to_string(i * 7919 % 100003));
+  NameIndex ix;  // grown by rehashing from empty (no reserve)
+  auto name_of = [&](size_t k) -> const std::string& { return names[k]; };
+  for (size_t k = 0; k < names.size(); ++k) REQUIRE(ix.try_emplace(names[k], k, name_of).second);
+  for (size_t k = 0; k < names.size(); k += 997) {
+    CHECK(ix.find(names[k], name_of) == k);
+    auto [first, added] = ix.try_emplace(names[k], names.size(), name_of);
+    CHECK(!added);
+    CHECK(first == k);
+  }
+  CHECK(ix.find("n100003", name_of) == NameIndex::npos);
+  CHECK(ix.find("", name_of) == NameIndex::npos);
 }
