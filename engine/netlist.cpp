@@ -16,9 +16,10 @@ std::string to_lower(std::string s) {
   return s;
 }
 
-bool is_ground_name(const std::string& node) {
-  if (node == "0") return true;
-  return node.size() == 3 && to_lower(node) == "gnd";
+bool is_ground_name(std::string_view node) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (node.size() == 1) return node[0] == '0';
+  return node.size() == 3 && lower(node[0]) == 'g' && lower(node[1]) == 'n' && lower(node[2]) == 'd';
 }
 
 bool is_yaml_path(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 #include "engine/types.hpp"
 
@@ -97,7 +98,7 @@ struct ParsedNetlist {
 };
 
 // Helpers shared by both parsers.
-bool is_ground_name(const std::string& node);  // "0", "gnd"
+bool is_ground_name(std::string_view node);  // "0", "gnd" (any case); called once per pin of every device
 std::string to_lower(std::string s);
 
 }  // namespace anasim

@@ -8,12 +8,24 @@
 
 namespace anasim {
 
+namespace {
+// name == spec (a lower-case table name), ignoring the case of name; no allocation (once per parameter of
+// every device).
+bool same_name(const std::string& name, const char* spec) {
+  size_t i = 0;
+  for (; i < name.size(); ++i) {
+    const char c = name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] - 'A' + 'a') : name[i];
+    if (spec[i] == '\0' || c != spec[i]) return false;
+  }
+  return spec[i] == '\0';
+}
+}  // namespace
+
 int ParamValues::index_of(const std::string& name) const {
   if (!table) return -1;
-  std::string n = to_lower(name);
   for (size_t i = 0; i < table->size(); ++i) {
     const ParamSpec& s = (*table)[i];
-    if (n == s.name || (s.alias && n == s.alias)) return static_cast<int>(i);
+    if (same_name(name, s.name) || (s.alias && same_name(name, s.alias))) return static_cast<int>(i);
   }
   return -1;
 }
