@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <omp.h>
 #include <system_error>
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -48,56 +50,93 @@ long table_rows(const AnalysisResult& a) {
   return n;
 }
 
-// Writes one analysis table to FILE; false on any I/O error.
-bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
-  const bool op = a.kind == "op";
-  const bool ac = a.complex();
-  const bool nested = !a.sweep2.empty();
-  fmt::memory_buffer b;
-  // Numbers go straight into the buffer: a compiled "{}" (shortest round-trip form) through fmt::appender
-  // skips the format-string parsing and the iterator adaptor of a runtime format_to, about half the time
-  // of writing a large transient table.
-  auto num = [&b](double v) { fmt::format_to(fmt::appender(b), FMT_COMPILE("{}"), v); };
-  auto sep = [&b](bool& first) {
-    if (!first) b.push_back(',');
-    first = false;
-  };
+// The table's columns in order: the sweep variable(s), then one per signal (two for AC: magnitude and phase
+// in degrees).
+struct Column {
+  enum Kind { Value, Magnitude, Phase } kind = Value;
+  const std::vector<double>* re = nullptr;
+  const std::vector<double>* im = nullptr;  // AC only; may be empty
+  std::string name;                          // header field, already quoted if needed
+};
 
-  bool first = true;
-  if (!op) { sep(first); fmt::format_to(std::back_inserter(b), "{}", csv_field(a.sweep_name)); }
-  if (nested) { sep(first); fmt::format_to(std::back_inserter(b), "{}", csv_field(a.sweep2_name)); }
+std::vector<Column> table_columns(const AnalysisResult& a) {
+  std::vector<Column> cols;
+  cols.reserve(a.signals.size() * (a.complex() ? 2 : 1) + 2);
+  if (a.kind != "op") cols.push_back({Column::Value, &a.sweep, nullptr, csv_field(a.sweep_name)});
+  if (!a.sweep2.empty()) cols.push_back({Column::Value, &a.sweep2, nullptr, csv_field(a.sweep2_name)});
   for (const auto& s : a.signals) {
-    if (ac) {
+    if (a.complex()) {
       auto [m, p] = ac_names(s);
-      sep(first); fmt::format_to(std::back_inserter(b), "{}", csv_field(m));
-      sep(first); fmt::format_to(std::back_inserter(b), "{}", csv_field(p));
+      cols.push_back({Column::Magnitude, &s.re, &s.im, csv_field(m)});
+      cols.push_back({Column::Phase, &s.re, &s.im, csv_field(p)});
     } else {
-      sep(first); fmt::format_to(std::back_inserter(b), "{}", csv_field(s.name));
+      cols.push_back({Column::Value, &s.re, nullptr, csv_field(s.name)});
     }
   }
-  b.push_back('\n');
+  return cols;
+}
 
+// Appends rows [r0, r1) of columns [c0, c1) to b, fields separated by ','; each row ends in '\n' only if c1 is
+// the last column. r0 = -1 stands for the header row.
+void format_piece(const std::vector<Column>& cols, long r0, long r1, size_t c0, size_t c1, fmt::memory_buffer& b) {
   constexpr double deg = 180.0 / 3.14159265358979323846;
-  for (long r = 0; r < rows; ++r) {
-    first = true;
-    if (!op) { sep(first); num(a.sweep[r]); }
-    if (nested) { sep(first); num(a.sweep2[r]); }
-    for (const auto& s : a.signals) {
-      if (ac) {
-        const double re = s.re[r], im = s.im.empty() ? 0.0 : s.im[r];
-        sep(first); num(std::hypot(re, im));
-        sep(first); num(std::atan2(im, re) * deg);
-      } else {
-        sep(first); num(s.re[r]);
+  const bool ends = c1 == cols.size();
+  for (long r = r0; r < r1; ++r) {
+    for (size_t c = c0; c < c1; ++c) {
+      if (c > c0) b.push_back(',');
+      const Column& col = cols[c];
+      if (r < 0) {
+        b.append(col.name.data(), col.name.data() + col.name.size());
+        continue;
       }
+      double v = (*col.re)[r];
+      if (col.kind != Column::Value) {
+        const double im = col.im->empty() ? 0.0 : (*col.im)[r];
+        v = col.kind == Column::Magnitude ? std::hypot(v, im) : std::atan2(im, v) * deg;
+      }
+      // A compiled "{}" (shortest round-trip form) through fmt::appender skips the format-string parsing and
+      // the iterator adaptor of a runtime format_to: about half the time of a large transient table.
+      fmt::format_to(fmt::appender(b), FMT_COMPILE("{}"), v);
     }
-    b.push_back('\n');
-    if (b.size() >= (1u << 16) || r + 1 == rows) {
-      if (std::fwrite(b.data(), 1, b.size(), f) != b.size()) return false;
-      b.clear();
-    }
+    if (ends) b.push_back('\n');
   }
-  if (b.size() > 0 && std::fwrite(b.data(), 1, b.size(), f) != b.size()) return false;
+}
+
+// Writes one analysis table to FILE; false on any I/O error. The text is formatted in blocks of about 2^16
+// numbers; a block of a large table is split in two (by rows, or by columns for a block of one row: the
+// operating point of a large circuit) and formatted on two threads, then written in order.
+bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
+  const std::vector<Column> cols = table_columns(a);
+  const size_t nc = cols.size();
+  const bool two = nc * static_cast<size_t>(rows + 1) >= (1u << 14) && omp_get_max_threads() >= 2 && !omp_in_parallel();
+  const long block = std::max<long>(1, static_cast<long>((1u << 16) / std::max<size_t>(nc, 1)));
+  fmt::memory_buffer piece[2];
+  for (long r0 = -1; r0 < rows;) {  // r0 = -1: the header row, in a block of its own
+    const long r1 = r0 < 0 ? 0 : std::min(rows, r0 + block);
+    // piece 0: rows [r0, rm) x columns [0, cm); piece 1: the rest of the block, rows [rm, r1) (by rows) or
+    // columns [cm, nc) of its one row (by columns; then the pieces join with a ',').
+    const bool by_rows = r1 - r0 >= 2;
+    const long rm = by_rows ? r0 + (r1 - r0) / 2 : r1;
+    const size_t cm = by_rows || nc < 2 ? nc : nc / 2;
+    const bool split = by_rows || cm < nc;
+    auto part = [&](int k) {
+      piece[k].clear();
+      if (k == 0) format_piece(cols, r0, rm, 0, cm, piece[0]);
+      else if (by_rows) format_piece(cols, rm, r1, 0, nc, piece[1]);
+      else if (split) format_piece(cols, r0, r1, cm, nc, piece[1]);
+    };
+    if (two && split) {
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+      for (int k = 0; k < 2; ++k) part(k);
+    } else {
+      part(0);
+      part(1);
+    }
+    if (std::fwrite(piece[0].data(), 1, piece[0].size(), f) != piece[0].size()) return false;
+    if (!by_rows && split && std::fputc(',', f) == EOF) return false;
+    if (std::fwrite(piece[1].data(), 1, piece[1].size(), f) != piece[1].size()) return false;
+    r0 = r1;
+  }
   return std::fflush(f) == 0 && !std::ferror(f);
 }
 

@@ -182,6 +182,66 @@ TEST_CASE("output: csv files per analysis") {
   }
 }
 
+TEST_CASE("output: csv tables large enough to be formatted on two threads read back exactly") {
+  // Split by columns (an operating point of 40,001 signals: one row), by rows (a transient of 70,001 rows in
+  // blocks of ~21,800, so blocks of odd length and a last short one), and an AC table of 30,001 rows.
+  RunResults r;
+  AnalysisResult op;
+  op.kind = op.group = "op";
+  for (int k = 0; k < 40001; ++k) op.signals.push_back({"v(n" + std::to_string(k) + ")", "V", {k * 0.001 - 3.7}, {}});
+  op.signals[17].name = "v(a\"b)";  // a header field that needs quotes, in the first half
+  r.analyses.push_back(op);
+  AnalysisResult tr;
+  tr.kind = tr.group = "tran";
+  tr.sweep_name = "time";
+  tr.signals = {{"v(x)", "V", {}, {}}, {"v(y)", "V", {}, {}}};
+  for (int k = 0; k < 70001; ++k) {
+    tr.sweep.push_back(k * 1e-9);
+    tr.signals[0].re.push_back(std::sin(k * 0.01));
+    tr.signals[1].re.push_back(1.0 / (k + 1));
+  }
+  r.analyses.push_back(tr);
+  AnalysisResult ac;
+  ac.kind = ac.group = "ac";
+  ac.sweep_name = "frequency";
+  ac.signals = {{"v(o)", "V", {}, {}}};
+  for (int k = 0; k < 30001; ++k) {
+    ac.sweep.push_back(1.0 + k);
+    ac.signals[0].re.push_back(std::cos(k * 0.001));
+    ac.signals[0].im.push_back(std::sin(k * 0.001));
+  }
+  r.analyses.push_back(ac);
+  const fs::path dir = scratch("csv_large");
+  REQUIRE(write_csv(r, dir.string()).ok());
+
+  auto t = read_csv(dir / "op.csv");
+  REQUIRE(t.size() == 2);
+  REQUIRE(t[0].size() == 40001);
+  REQUIRE(t[1].size() == 40001);
+  CHECK(t[0][17] == "\"v(a\"\"b)\"");
+  bool same = true;
+  for (int k = 0; k < 40001; ++k)
+    same = same && (k == 17 || t[0][k] == op.signals[k].name) && num(t[1][k]) == op.signals[k].re[0];
+  CHECK(same);
+
+  t = read_csv(dir / "tran.csv");
+  REQUIRE(t.size() == 70002);
+  same = true;
+  for (int k = 0; k < 70001; ++k)
+    same = same && t[k + 1].size() == 3 && num(t[k + 1][0]) == tr.sweep[k] && num(t[k + 1][1]) == tr.signals[0].re[k] &&
+           num(t[k + 1][2]) == tr.signals[1].re[k];
+  CHECK(same);
+
+  t = read_csv(dir / "ac.csv");
+  REQUIRE(t.size() == 30002);
+  CHECK(t[0] == std::vector<std::string>{"frequency", "vm(o)", "vp(o)"});
+  same = true;
+  for (int k = 0; k < 30001; k += 7)
+    same = same && num(t[k + 1][0]) == ac.sweep[k] && std::abs(num(t[k + 1][1]) - 1.0) < 1e-15 &&
+           std::abs(num(t[k + 1][2]) - std::atan2(ac.signals[0].im[k], ac.signals[0].re[k]) * 180.0 / kPi) < 1e-9;
+  CHECK(same);
+}
+
 TEST_CASE("output: csv overwrites existing files") {
   const fs::path dir = scratch("csv_overwrite");
   RunResults r = sample();
