@@ -74,12 +74,6 @@ bool read_text_file(const std::string& path, std::string& text, std::string& why
   return true;
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  for (const auto& [off, len] : line_spans(text)) lines.emplace_back(text, off, len);
-  return lines;
-}
-
 std::string resolve_include(const std::string& including_file, const std::string& name) {
   std::filesystem::path p(name);
   if (p.is_absolute()) return name;

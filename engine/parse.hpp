@@ -39,8 +39,6 @@ constexpr int kMaxIncludeDepth = 16;  // nesting limit for .include / include:
 
 // Reads a whole file. On failure returns false and sets `why` to strerror(errno).
 bool read_text_file(const std::string& path, std::string& text, std::string& why);
-// Splits text into lines without their line terminators (\n, \r\n or \r); strips a UTF-8 BOM.
-std::vector<std::string> split_lines(const std::string& text);
 // Resolves an include path relative to the directory of the including file (absolute paths unchanged).
 std::string resolve_include(const std::string& including_file, const std::string& name);
 

@@ -13,8 +13,7 @@ namespace {
 constexpr int kMaxErrors = 20;
 
 struct SrcFile {
-  const SourceFile* src;           // registered text (SourceLocs point into it)
-  std::vector<std::string> lines;  // its physical lines
+  const SourceFile* src;  // registered text (SourceLocs point into it)
   const std::string& path() const { return src->path(); }
 };
 
@@ -33,10 +32,10 @@ std::string node_kind(const YAML::Node& n) {
 
 // The innermost flow collection ('{' or '[') still open at 0-based (line, col), skipping quoted strings and
 // comments; false if none. yaml-cpp reports an unclosed one far from where it was opened.
-bool unclosed_flow(const std::vector<std::string>& lines, int line, int col, int& oline, int& ocol) {
+bool unclosed_flow(const SourceFile& f, int line, int col, int& oline, int& ocol) {
   std::vector<std::pair<int, int>> open;
-  for (int i = 0; i <= line && i < static_cast<int>(lines.size()); ++i) {
-    const std::string& s = lines[i];
+  for (int i = 0; i <= line && i < static_cast<int>(f.spans().size()); ++i) {
+    const std::string_view s = f.line(i + 1);
     char quote = 0;
     for (int j = 0; j < static_cast<int>(s.size()) && (i < line || j < col); ++j) {
       char c = s[j], prev = j > 0 ? s[j - 1] : ' ';
@@ -82,7 +81,7 @@ class YamlParser {
 
   // Parses one YAML document. `top`: the top-level file (its title counts).
   void parse_text(const std::string& path, const std::string& text, bool top, int depth) {
-    files_.push_back(SrcFile{SourceFile::add(path, text), detail::split_lines(text)});
+    files_.push_back(SrcFile{SourceFile::add(path, text)});
     const SrcFile* saved = file_;
     file_ = &files_.back();
     try {
@@ -101,8 +100,8 @@ class YamlParser {
         msg += " (check the indentation: this line does not line up with the entries above it)";
       }
       int oline = 0, ocol = 0;
-      if (l.valid() && unclosed_flow(file_->lines, l.line - 1, l.col - 1, oline, ocol)) {
-        char c = file_->lines[oline][ocol];
+      if (l.valid() && unclosed_flow(*file_->src, l.line - 1, l.col - 1, oline, ocol)) {
+        char c = file_->src->line(oline + 1)[ocol];
         msg = fmt::format("YAML syntax error: '{}' is never closed (expected '{}'; the parser stopped at line {}: {})",
                           c, c == '{' ? '}' : ']', l.line, e.msg.empty() ? std::string(e.what()) : e.msg);
         l.line = oline + 1;
