@@ -348,7 +348,7 @@ class Elaborator {
       // Built in place at the end of out_.devices (a netlist of 10^5 devices moves no FlatDevice); removed
       // again if it is rejected.
       FlatDevice& fd = out_.devices.emplace_back();
-      if (Status st = device(inst, *type, full, prefix, ports, map_node, scope, models, fd); !st) {
+      if (Status st = device(inst, *type, full, prefix, map_node, scope, models, fd); !st) {
         out_.devices.pop_back();
         return st;
       }
@@ -367,15 +367,13 @@ class Elaborator {
   // Fills fd (default-constructed) from one device instance of type `type` named `full`.
   template <class MapNode>
   Status device(const DeviceInstance& inst, const DeviceType& t, const std::string& full, const std::string& prefix,
-                const std::map<std::string, std::string>& ports, const MapNode& map_node, const Scope& scope,
-                const ModelScope& models, FlatDevice& fd) {
+                const MapNode& map_node, const Scope& scope, const ModelScope& models, FlatDevice& fd) {
     const DeviceType* type = &t;
     fd.name = full;
     fd.type = type;
     fd.loc = inst.loc;
     fd.nodes.reserve(inst.nodes.size());
-    for (const auto& n : inst.nodes)
-      fd.nodes.push_back(prefix.empty() && ports.empty() && !is_ground_name(n) ? node(n) : node(map_node(n)));
+    for (const auto& n : inst.nodes) fd.nodes.push_back(node(map_node(n)));
     return device_params(inst, *type, prefix, scope, models, fd);
   }
 

@@ -69,6 +69,14 @@ struct FlatNetlist {
   std::vector<std::string> outputs;            // requested signals, empty = all
   std::map<std::string, double> params;        // top-level parameter values
   std::vector<ParamAssign> extra;              // top-level sections other layers read (name, loc); see ParsedNetlist
+
+  // The node names of fd's pins, in pin order ("0" for ground).
+  std::vector<std::string> pin_names(const FlatDevice& fd) const {
+    std::vector<std::string> names;
+    names.reserve(fd.nodes.size());
+    for (NodeId id : fd.nodes) names.push_back(node_names[id.v]);
+    return names;
+  }
 };
 
 // Monte Carlo trial: parameters with a tolerance are drawn from their distribution. The draw for one

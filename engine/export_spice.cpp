@@ -65,12 +65,7 @@ std::string spice_deck(const FlatNetlist& fn) {
     fd.model_name = name;
   }
   for (const auto& [n, card] : model_text) out += card + "\n";
-  std::vector<std::string> pins;
-  for (const auto& fd : devs) {
-    pins.clear();
-    for (NodeId id : fd.nodes) pins.push_back(fn.node_names[id.v]);
-    out += fd.type->spice_line(fd, pins) + "\n";
-  }
+  for (const auto& fd : devs) out += fd.type->spice_line(fd, fn.pin_names(fd)) + "\n";
   const Options& o = fn.options;
   out += fmt::format(".options reltol={:.15g} abstol={:.15g} vntol={:.15g} chgtol={:.15g} trtol={:.15g} gmin={:.15g} "
                      "itl1={} itl4={} method={} maxord={}\n",

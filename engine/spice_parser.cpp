@@ -68,25 +68,24 @@ size_t find_comment_or_group(std::string_view s, size_t i) {
 // A source file being read: its registered text (SourceLocs point into it) and a lower-case copy.
 struct SrcFile {
   const SourceFile* src = nullptr;
-  std::string_view text;                              // whole file contents (src->text())
-  std::string lower;                                  // text in lower case (same offsets)
-  bool has_nul = false;                               // text contains a NUL byte
-  const std::vector<std::pair<size_t, size_t>>* lines = nullptr;  // src->spans(): per physical line, offset and length
-  size_t n_lines() const { return lines->size(); }
-  std::pair<size_t, size_t> span(size_t i) const { return (*lines)[i]; }
-  std::string_view line(size_t i) const { return text.substr((*lines)[i].first, (*lines)[i].second); }
+  std::string lower;     // src->text() in lower case (same offsets)
+  bool has_nul = false;  // the text contains a NUL byte
+  std::string_view text() const { return src->text(); }
+  size_t n_lines() const { return src->spans().size(); }
+  // physical line i (0-based): offset into text() and length without terminator, and its text
+  std::pair<size_t, size_t> span(size_t i) const { return src->spans()[i]; }
+  std::string_view line(size_t i) const { return text().substr(span(i).first, span(i).second); }
   const std::string& path() const { return src->path(); }
 };
 
 // Registers a file's text and fills f: lines, lower-case copy, NUL flag.
 void load(SrcFile& f, const std::string& path, std::string text) {
   f.src = SourceFile::add(path, std::move(text));
-  f.text = f.src->text();
-  f.lines = &f.src->spans();
-  f.has_nul = std::memchr(f.text.data(), '\0', f.text.size()) != nullptr;
-  size_t n = f.text.size();
+  const std::string_view t = f.text();
+  f.has_nul = std::memchr(t.data(), '\0', t.size()) != nullptr;
+  size_t n = t.size();
   f.lower.resize(n);
-  const char* in = f.text.data();
+  const char* in = t.data();
   char* out = &f.lower[0];
   for (size_t k = 0; k < n; ++k) out[k] = lower(in[k]);
 }
@@ -347,7 +346,7 @@ class SpiceParser {
       size_t b = 0;
       while (b < s.size() && is_space(s[b])) ++b;
       if (b == s.size() || s[b] == '*') continue;  // blank or comment line
-      if (special < at_file) special = find_comment_or_group(f.text, at_file);
+      if (special < at_file) special = find_comment_or_group(f.text(), at_file);
       size_t e = special < at_file + s.size() ? comment_start(s) : s.size();
       if (e <= b) continue;  // only an inline comment (s[b] is the first non-space character)
       bool cont = s[b] == '+';

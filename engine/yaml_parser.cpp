@@ -1,7 +1,6 @@
 // YAML netlist reader (format in NETLIST_FORMAT.md), built on yaml-cpp. Produces the same ParsedNetlist as
 // the SPICE reader; yaml-cpp's 0-based marks become 1-based SourceLocs carrying the source line text.
 #include <cstring>
-#include <deque>
 #include <fmt/format.h>
 #include <map>
 #include <yaml-cpp/yaml.h>
@@ -11,11 +10,6 @@ namespace anasim {
 namespace {
 
 constexpr int kMaxErrors = 20;
-
-struct SrcFile {
-  const SourceFile* src;  // registered text (SourceLocs point into it)
-  const std::string& path() const { return src->path(); }
-};
 
 struct Entry {
   std::string key;  // lower-case
@@ -81,9 +75,8 @@ class YamlParser {
 
   // Parses one YAML document. `top`: the top-level file (its title counts).
   void parse_text(const std::string& path, const std::string& text, bool top, int depth) {
-    files_.push_back(SrcFile{SourceFile::add(path, text)});
-    const SrcFile* saved = file_;
-    file_ = &files_.back();
+    const SourceFile* saved = file_;
+    file_ = SourceFile::add(path, text);
     try {
       YAML::Node root = YAML::Load(text);
       document(root, top, depth);
@@ -100,8 +93,8 @@ class YamlParser {
         msg += " (check the indentation: this line does not line up with the entries above it)";
       }
       int oline = 0, ocol = 0;
-      if (l.valid() && unclosed_flow(*file_->src, l.line - 1, l.col - 1, oline, ocol)) {
-        char c = file_->src->line(oline + 1)[ocol];
+      if (l.valid() && unclosed_flow(*file_, l.line - 1, l.col - 1, oline, ocol)) {
+        char c = file_->line(oline + 1)[ocol];
         msg = fmt::format("YAML syntax error: '{}' is never closed (expected '{}'; the parser stopped at line {}: {})",
                           c, c == '{' ? '}' : ']', l.line, e.msg.empty() ? std::string(e.what()) : e.msg);
         l.line = oline + 1;
@@ -121,8 +114,7 @@ class YamlParser {
   const AnalysisCatalog* analyses_;  // extension analysis kinds, may be null
   ParsedNetlist& out_;
   Status st_;
-  std::deque<SrcFile> files_;
-  const SrcFile* file_ = nullptr;
+  const SourceFile* file_ = nullptr;  // the file being read (registered: SourceLocs point into it)
   std::map<std::string, SourceLoc> top_devices_, models_, subckts_;
 
   // ---- diagnostics and locations ---------------------------------------------------------------
@@ -139,7 +131,7 @@ class YamlParser {
 
   SourceLoc file_loc() const {
     SourceLoc l;
-    l.src = file_ ? file_->src : nullptr;
+    l.src = file_;
     return l;
   }
   SourceLoc mark_loc(const YAML::Mark& m) const {

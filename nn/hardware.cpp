@@ -218,7 +218,7 @@ Status parse_hardware_config(const std::string& text, const std::string& pseudo_
   } catch (const YAML::Exception& e) {
     return Status::input(fmt::format("hardware config: {}", e.msg), yt.loc(e.mark));
   }
-  const SourceLoc file_loc = SourceLoc::whole(pseudo_name);
+  const SourceLoc file_loc(yt.src, 0, 0);  // the config as a whole
   if (!root.IsMap()) return Status::input("hardware config: expected a YAML mapping", file_loc);
   YAML::Node hw = root["hardware"];
   if (!hw.IsDefined()) hw = root;

@@ -220,10 +220,8 @@ std::string netlist_yaml(const FlatNetlist& fn) {
   }
   out += "devices:\n";
   for (const auto& fd : fn.devices) {
-    std::vector<std::string> pins;
-    for (NodeId id : fd.nodes) pins.push_back(fn.node_names[id.v]);
     std::vector<std::string> fields = {fmt::format("name: {}", fd.name), fmt::format("type: {}", fd.type->key),
-                                       fmt::format("nodes: [{}]", fmt::join(pins, ", "))};
+                                       fmt::format("nodes: [{}]", fmt::join(fn.pin_names(fd), ", "))};
     if (!fd.model_name.empty()) fields.push_back(fmt::format("model: {}", fd.model_name));
     for (auto& p : given_params(fd.params)) fields.push_back(std::move(p));
     out += fmt::format("  - {{{}}}\n", fmt::join(fields, ", "));
