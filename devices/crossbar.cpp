@@ -152,34 +152,20 @@ void append_int(std::string& s, int v) {
 }  // namespace
 
 Crossbar::Crossbar(std::string name, SourceLoc loc, const CrossbarSpec& spec, std::vector<NodeId> pins)
-    : Device(std::move(name), std::move(loc)), spec_(spec), pins_(std::move(pins)) {
+    : Device(std::move(name), std::move(loc)), spec_(spec), topo_(spec), nodes_(std::move(pins)) {
   spec_.seed = rnd::effective_seed(spec_.seed, this->name());
   g_ = program_crossbar(spec_);
-  row_line_ = spec_.rwire_row > 0 ? Line::PerCell : spec_.rdriver > 0 ? Line::PerLine : Line::Pin;
-  col_line_ = spec_.rwire_col > 0 ? Line::PerCell : spec_.rsink > 0 ? Line::PerLine : Line::Pin;
-}
-
-NodeId Crossbar::row_node(int i, int j) const {
-  switch (row_line_) {
-    case Line::PerCell: return row_nodes_[static_cast<size_t>(i) * spec_.cols + j];
-    case Line::PerLine: return row_nodes_[i];
-    default: return pins_[i];
-  }
-}
-
-NodeId Crossbar::col_node(int i, int j) const {
-  switch (col_line_) {
-    case Line::PerCell: return col_nodes_[static_cast<size_t>(i) * spec_.cols + j];
-    case Line::PerLine: return col_nodes_[j];
-    default: return pins_[spec_.rows + j];
-  }
 }
 
 void Crossbar::allocate(Allocator& a) {
-  const int R = spec_.rows, C = spec_.cols;
   const bool vis = spec_.probe_nodes;
   std::string s;  // one reused suffix buffer: no allocation per node beyond the allocator's own
-  auto suffix = [&s](char kind, int x, int y) -> const std::string& {
+  nodes_.resize(topo_.pins());
+  nodes_.reserve(topo_.nodes());
+  for (int k = topo_.pins(); k < topo_.nodes(); ++k) {
+    char kind;
+    int x, y;
+    topo_.label(k, kind, x, y);
     s.clear();
     s += kind;
     append_int(s, x);
@@ -187,23 +173,7 @@ void Crossbar::allocate(Allocator& a) {
       s += '_';
       append_int(s, y);
     }
-    return s;
-  };
-  row_nodes_.clear();
-  col_nodes_.clear();
-  if (row_line_ == Line::PerCell) {
-    row_nodes_.reserve(static_cast<size_t>(R) * C);
-    for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) row_nodes_.push_back(a.add_internal_node(*this, suffix('r', i, j), vis));
-  } else if (row_line_ == Line::PerLine) {
-    for (int i = 0; i < R; ++i) row_nodes_.push_back(a.add_internal_node(*this, suffix('r', i, -1), vis));
-  }
-  if (col_line_ == Line::PerCell) {
-    col_nodes_.reserve(static_cast<size_t>(R) * C);
-    for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) col_nodes_.push_back(a.add_internal_node(*this, suffix('c', i, j), vis));
-  } else if (col_line_ == Line::PerLine) {
-    for (int j = 0; j < C; ++j) col_nodes_.push_back(a.add_internal_node(*this, suffix('c', j, -1), vis));
+    nodes_.push_back(a.add_internal_node(*this, s, vis));
   }
   build_elements();
   if (!caps_.empty()) {
@@ -216,39 +186,18 @@ void Crossbar::build_elements() {
   const int R = spec_.rows, C = spec_.cols;
   links_.clear();
   caps_.clear();
-  links_.reserve(static_cast<size_t>(R) * C * (1 + (row_line_ == Line::PerCell) + (col_line_ == Line::PerCell)) + R + C);
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < C; ++j) {
-      const double g = g_[static_cast<size_t>(i) * C + j];
-      if (g > 0) links_.push_back({row_node(i, j), col_node(i, j), g, {}});
+  const bool row_cell = topo_.row_line() == CrossbarTopology::Line::PerCell;
+  const bool col_cell = topo_.col_line() == CrossbarTopology::Line::PerCell;
+  links_.reserve(static_cast<size_t>(R) * C * (1 + row_cell + col_cell) + R + C);
+  topo_.for_each_element(spec_, g_, [&](const CrossbarElement& e) {
+    switch (e.kind) {
+      case CrossbarElement::Kind::Cell: links_.push_back({nodes_[e.a], nodes_[e.b], e.value, {}}); break;
+      case CrossbarElement::Kind::RowWire:
+      case CrossbarElement::Kind::ColWire: links_.push_back({nodes_[e.a], nodes_[e.b], 1.0 / e.value, {}}); break;
+      default:
+        if (!nodes_[e.a].is_ground()) caps_.push_back({nodes_[e.a], e.value, {}, 0, 0, 0});
     }
-  for (int i = 0; i < R && row_line_ != Line::Pin; ++i) {
-    links_.push_back({pins_[i], row_node(i, 0), 1.0 / (spec_.rdriver + spec_.rwire_row), {}});
-    if (row_line_ == Line::PerCell)
-      for (int j = 1; j < C; ++j) links_.push_back({row_node(i, j - 1), row_node(i, j), 1.0 / spec_.rwire_row, {}});
-  }
-  for (int j = 0; j < C && col_line_ != Line::Pin; ++j) {
-    links_.push_back({pins_[R + j], col_node(R - 1, j), 1.0 / (spec_.rsink + spec_.rwire_col), {}});
-    if (col_line_ == Line::PerCell)
-      for (int i = R - 2; i >= 0; --i) links_.push_back({col_node(i + 1, j), col_node(i, j), 1.0 / spec_.rwire_col, {}});
-  }
-  if (spec_.cwire > 0) {
-    auto cap = [&](NodeId n, double c) {
-      if (!n.is_ground()) caps_.push_back({n, c, {}, 0, 0, 0});
-    };
-    for (int i = 0; i < R; ++i) {
-      if (row_line_ == Line::PerCell)
-        for (int j = 0; j < C; ++j) cap(row_node(i, j), spec_.cwire);
-      else
-        cap(row_node(i, 0), C * spec_.cwire);
-    }
-    if (col_line_ == Line::PerCell) {
-      for (int i = 0; i < R; ++i)
-        for (int j = 0; j < C; ++j) cap(col_node(i, j), spec_.cwire);
-    } else {
-      for (int j = 0; j < C; ++j) cap(col_node(0, j), R * spec_.cwire);
-    }
-  }
+  });
 }
 
 void Crossbar::declare(PatternBuilder& p) {
@@ -316,17 +265,13 @@ std::unique_ptr<Crossbar> make_crossbar(const std::string& name, const CrossbarS
 std::string crossbar_spice(const std::string& name, const CrossbarSpec& s, const std::vector<double>& g,
                            const std::vector<std::string>& pins) {
   const int R = s.rows, C = s.cols;
-  const bool row_cell = s.rwire_row > 0, row_line = !row_cell && s.rdriver > 0;
-  const bool col_cell = s.rwire_col > 0, col_line = !col_cell && s.rsink > 0;
-  auto rnode = [&](int i, int j) {
-    if (row_cell) return fmt::format("{}_r{}_{}", name, i, j);
-    if (row_line) return fmt::format("{}_r{}", name, i);
-    return pins[i];
-  };
-  auto cnode = [&](int i, int j) {
-    if (col_cell) return fmt::format("{}_c{}_{}", name, i, j);
-    if (col_line) return fmt::format("{}_c{}", name, j);
-    return pins[R + j];
+  const CrossbarTopology topo(s);
+  auto node = [&](int k) {
+    if (k < topo.pins()) return pins[k];
+    char kind;
+    int x, y;
+    topo.label(k, kind, x, y);
+    return y >= 0 ? fmt::format("{}_{}{}_{}", name, kind, x, y) : fmt::format("{}_{}{}", name, kind, x);
   };
   std::string out = fmt::format("* crossbar {}: {} x {} cells, rows driven at column 0, columns read at row {}", name,
                                 R, C, R - 1);
@@ -334,38 +279,18 @@ std::string crossbar_spice(const std::string& name, const CrossbarSpec& s, const
     out += '\n';
     fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...);
   };
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < C; ++j) {
-      const double gij = g[static_cast<size_t>(i) * C + j];
-      if (gij > 0) line("r.{}.c{}_{} {} {} {}", name, i, j, rnode(i, j), cnode(i, j), 1.0 / gij);
+  topo.for_each_element(s, g, [&](const CrossbarElement& e) {
+    using K = CrossbarElement::Kind;
+    switch (e.kind) {
+      case K::Cell: line("r.{}.c{}_{} {} {} {}", name, e.i, e.j, node(e.a), node(e.b), 1.0 / e.value); break;
+      case K::RowWire: line("r.{}.wr{}_{} {} {} {}", name, e.i, e.j, node(e.a), node(e.b), e.value); break;
+      case K::ColWire: line("r.{}.wc{}_{} {} {} {}", name, e.i, e.j, node(e.a), node(e.b), e.value); break;
+      default: {
+        const std::string n = node(e.a);
+        if (n != "0") line("c.{}.{}{}_{} {} 0 {}", name, e.kind == K::RowCap ? "cr" : "cc", e.i, e.j, n, e.value);
+      }
     }
-  for (int i = 0; i < R && (row_cell || row_line); ++i) {
-    line("r.{}.wr{}_0 {} {} {}", name, i, pins[i], rnode(i, 0), s.rdriver + s.rwire_row);
-    if (row_cell)
-      for (int j = 1; j < C; ++j) line("r.{}.wr{}_{} {} {} {}", name, i, j, rnode(i, j - 1), rnode(i, j), s.rwire_row);
-  }
-  for (int j = 0; j < C && (col_cell || col_line); ++j) {
-    line("r.{}.wc{}_{} {} {} {}", name, R - 1, j, pins[R + j], cnode(R - 1, j), s.rsink + s.rwire_col);
-    if (col_cell)
-      for (int i = R - 2; i >= 0; --i) line("r.{}.wc{}_{} {} {} {}", name, i, j, cnode(i + 1, j), cnode(i, j), s.rwire_col);
-  }
-  if (s.cwire > 0) {
-    auto cap = [&](const char* kind, int a, int b, const std::string& n, double c) {
-      if (n != "0") line("c.{}.{}{}_{} {} 0 {}", name, kind, a, b, n, c);
-    };
-    for (int i = 0; i < R; ++i) {
-      if (row_cell)
-        for (int j = 0; j < C; ++j) cap("cr", i, j, rnode(i, j), s.cwire);
-      else
-        cap("cr", i, 0, rnode(i, 0), C * s.cwire);
-    }
-    for (int j = 0; j < C; ++j) {
-      if (col_cell)
-        for (int i = 0; i < R; ++i) cap("cc", i, j, cnode(i, j), s.cwire);
-      else
-        cap("cc", 0, j, cnode(0, j), R * s.cwire);
-    }
-  }
+  });
   return out;
 }
 

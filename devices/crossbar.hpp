@@ -56,6 +56,114 @@ struct CrossbarSpec {
   bool probe_nodes = false;     // write internal nodes to the outputs
 };
 
+// ---- topology: the one enumeration of a tile's elements ------------------------------------------
+// The MNA device, the SPICE export and the NN port reduction (nn/port_reduction.cpp) all walk it.
+
+// One element of a tile (see the file comment), on tile-local nodes.
+struct CrossbarElement {
+  enum class Kind { Cell, RowWire, ColWire, RowCap, ColCap };
+  Kind kind;
+  int i, j;      // Cell: the cell. Wires: the segment ending at cell (i, j) (RowWire j = 0 and ColWire i = R-1 are
+                 // the driver and sink segments). Capacitors: the cell whose node carries it ((i, 0) and (0, j)
+                 // for a per-line or pin node carrying the whole line's capacitance).
+  int a, b;      // tile-local nodes (CrossbarTopology); b = -1 (ground) for capacitors
+  double value;  // Cell: conductance [S] (> 0); wires: resistance [ohm] (> 0); capacitors: capacitance [F] (> 0)
+};
+
+// Tile-local node numbers: row pins 0 .. R-1, column pins R .. R+C-1, then the internal row-line nodes
+// (per cell: R*C, cell (i, j) at i*C + j; per line: R), then the internal column-line nodes (per cell: R*C;
+// per line: C). Each consumer maps these numbers to its own nodes (NodeId, node names, port-network indices).
+class CrossbarTopology {
+ public:
+  enum class Line { Pin, PerLine, PerCell };  // where a line's cells connect (see the file comment)
+  explicit CrossbarTopology(const CrossbarSpec& s)
+      : rows_(s.rows), cols_(s.cols),
+        row_line_(s.rwire_row > 0 ? Line::PerCell : s.rdriver > 0 ? Line::PerLine : Line::Pin),
+        col_line_(s.rwire_col > 0 ? Line::PerCell : s.rsink > 0 ? Line::PerLine : Line::Pin) {}
+  Line row_line() const { return row_line_; }
+  Line col_line() const { return col_line_; }
+  int pins() const { return rows_ + cols_; }
+  int row_internal() const { return count(row_line_, rows_); }  // internal row-line nodes
+  int col_internal() const { return count(col_line_, cols_); }  // internal column-line nodes
+  int nodes() const { return pins() + row_internal() + col_internal(); }
+  // Node of the row (column) end of cell (i, j).
+  int row_node(int i, int j) const {
+    switch (row_line_) {
+      case Line::PerCell: return pins() + i * cols_ + j;
+      case Line::PerLine: return pins() + i;
+      default: return i;
+    }
+  }
+  int col_node(int i, int j) const {
+    const int base = pins() + row_internal();
+    switch (col_line_) {
+      case Line::PerCell: return base + i * cols_ + j;
+      case Line::PerLine: return base + j;
+      default: return rows_ + j;
+    }
+  }
+  // Label of internal node k (pins() <= k < nodes()): kind 'r' or 'c' and indices (i, j) per cell, or (line, -1)
+  // per line; the device names it "<inst>#<kind><x>[_<y>]", the SPICE export "<inst>_<kind><x>[_<y>]".
+  void label(int k, char& kind, int& x, int& y) const {
+    k -= pins();
+    const bool row = k < row_internal();
+    if (!row) k -= row_internal();
+    kind = row ? 'r' : 'c';
+    if ((row ? row_line_ : col_line_) == Line::PerCell) {
+      x = k / cols_;
+      y = k % cols_;
+    } else {
+      x = k;
+      y = -1;
+    }
+  }
+
+  // Calls f(const CrossbarElement&) for every element of a tile with spec s and programmed conductances g (size
+  // R*C): the cells with g > 0 (row-major), then per row the driver segment and the wire segments from the driver
+  // on, then per column the sink segment and the segments from the sink on, then (cwire > 0) the capacitors of
+  // the row nodes (row-major) and of the column nodes (per cell row-major, else per column).
+  template <class F>
+  void for_each_element(const CrossbarSpec& s, const std::vector<double>& g, F&& f) const {
+    using K = CrossbarElement::Kind;
+    const int R = rows_, C = cols_;
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) {
+        const double gij = g[static_cast<size_t>(i) * C + j];
+        if (gij > 0) f(CrossbarElement{K::Cell, i, j, row_node(i, j), col_node(i, j), gij});
+      }
+    for (int i = 0; i < R && row_line_ != Line::Pin; ++i) {
+      f(CrossbarElement{K::RowWire, i, 0, i, row_node(i, 0), s.rdriver + s.rwire_row});
+      if (row_line_ == Line::PerCell)
+        for (int j = 1; j < C; ++j)
+          f(CrossbarElement{K::RowWire, i, j, row_node(i, j - 1), row_node(i, j), s.rwire_row});
+    }
+    for (int j = 0; j < C && col_line_ != Line::Pin; ++j) {
+      f(CrossbarElement{K::ColWire, R - 1, j, R + j, col_node(R - 1, j), s.rsink + s.rwire_col});
+      if (col_line_ == Line::PerCell)
+        for (int i = R - 2; i >= 0; --i)
+          f(CrossbarElement{K::ColWire, i, j, col_node(i + 1, j), col_node(i, j), s.rwire_col});
+    }
+    if (!(s.cwire > 0)) return;
+    for (int i = 0; i < R; ++i) {
+      if (row_line_ == Line::PerCell)
+        for (int j = 0; j < C; ++j) f(CrossbarElement{K::RowCap, i, j, row_node(i, j), -1, s.cwire});
+      else
+        f(CrossbarElement{K::RowCap, i, 0, row_node(i, 0), -1, C * s.cwire});
+    }
+    if (col_line_ == Line::PerCell) {
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) f(CrossbarElement{K::ColCap, i, j, col_node(i, j), -1, s.cwire});
+    } else {
+      for (int j = 0; j < C; ++j) f(CrossbarElement{K::ColCap, 0, j, col_node(0, j), -1, R * s.cwire});
+    }
+  }
+
+ private:
+  int count(Line l, int lines) const { return l == Line::PerCell ? rows_ * cols_ : l == Line::PerLine ? lines : 0; }
+  int rows_, cols_;
+  Line row_line_, col_line_;
+};
+
 // Checks sizes and ranges. On error, *param (if given) names the offending parameter ("" if none).
 Status validate_crossbar(const CrossbarSpec& s, std::string* param = nullptr);
 
@@ -86,7 +194,6 @@ class Crossbar : public Device {
   void dc_paths(std::vector<NodePair>& out) const override;
 
  private:
-  enum class Line { Pin, PerLine, PerCell };  // internal nodes of a row/column line (see file comment)
   struct Link {  // conductance between two nodes
     NodeId a, b;
     double g;    // [S]
@@ -99,15 +206,12 @@ class Crossbar : public Device {
     Offset diag = 0, rhs = 0;
     int state = 0;
   };
-  NodeId row_node(int i, int j) const;
-  NodeId col_node(int i, int j) const;
   void build_elements();
 
   CrossbarSpec spec_;
   std::vector<double> g_;        // programmed conductances, size R*C [S]
-  std::vector<NodeId> pins_;     // size R + C
-  Line row_line_ = Line::Pin, col_line_ = Line::Pin;
-  std::vector<NodeId> row_nodes_, col_nodes_;  // internal nodes: R*C (PerCell, index i*C+j), R or C (PerLine)
+  CrossbarTopology topo_;
+  std::vector<NodeId> nodes_;    // per tile-local node (CrossbarTopology): the pins, then the internal nodes
   std::vector<Link> links_;      // cells and wire segments with nonzero conductance
   std::vector<Cap> caps_;        // wire capacitances (merged per node), empty when cwire = 0
 };

@@ -51,7 +51,7 @@ double dac_noise(const DacSpec& s) { return s.noise > 0 ? s.noise * rnd::normal(
 Dac::Dac(std::string name, SourceLoc loc, const DacSpec& spec, long code, NodeId out, NodeId ref)
     : Device(std::move(name), std::move(loc)), spec_(spec), code_(code), out_(out), ref_(ref) {
   spec_.seed = rnd::effective_seed(spec_.seed, this->name());
-  v_ = dac_output(spec_, code_) + dac_noise(spec_);
+  v_ = dac_voltage(spec_, code_);
 }
 
 void Dac::allocate(Allocator& a) {

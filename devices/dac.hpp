@@ -45,6 +45,8 @@ long dac_quantize(const DacSpec& s, double value);
 double dac_output(const DacSpec& s, long code);
 // The instance's output-noise draw [V] (noise * n, from s.seed).
 double dac_noise(const DacSpec& s);
+// Open-circuit output of a code with the instance's noise draw [V]: dac_output + dac_noise, what the device drives.
+inline double dac_voltage(const DacSpec& s, long code) { return dac_output(s, code) + dac_noise(s); }
 
 class Dac : public Device {
  public:
@@ -56,7 +58,7 @@ class Dac : public Device {
   // Changes the code (0 .. 2^N - 1) between solves, e.g. to apply the next input to a built circuit.
   void set_code(long code) {
     code_ = code;
-    v_ = dac_output(spec_, code_) + dac_noise(spec_);
+    v_ = dac_voltage(spec_, code_);
   }
 
   void allocate(Allocator& a) override;

@@ -22,7 +22,10 @@
 //     linear response is verified by a Newton step (a residual with its stored factors). The fixed point is the
 //     exact solution of the full circuit equations. Images run in parallel (OpenMP) in fixed chunks, each image
 //     on one thread: results do not depend on the thread count.
-// The device equations (op-amp levels 0-2 DC, diode, ADC transfer) follow devices/opamp.cpp, diode.cpp, adc.cpp.
+// The device equations come from devices/: op-amp levels 0-2 at DC (opamp_model.hpp), diode (diode_model.hpp), the
+// crossbar's elements (crossbar.hpp, CrossbarTopology), DAC output and ADC transfer (dac.hpp, adc.hpp).
+// Files: periphery_kernel.hpp (per-neuron stamps, Newton, guess; small_lu.hpp its dense LU), port_reduction.cpp
+// (CHOLMOD Schur complement of the crossbar blocks), fast_prepare.cpp (per trial), fast_sweeps.cpp (per image).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -56,6 +59,8 @@ struct FastOptions {
   int max_sweeps = 200;
   int max_newton = 100;
   int chunk = 64;                 // images per GEMM chunk (fixed: results do not depend on threads)
+  bool debug = false;             // report failing local Newton solves on stderr
+  bool trace = false;             // report every sweep, the port reductions and the preparation phases on stderr
 };
 
 class FastEvaluator {

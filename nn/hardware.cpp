@@ -549,23 +549,8 @@ double read_noise_current(const HardwareInstance& hw, int l, int j, std::uint64_
 }
 
 long adc_code(const HardwareInstance& hw, int l, int j, double v) {
-  const AdcSpec& s = hw.map->layers[l].adc_spec;
-  const long kmax = adc_max_code(s);
-  const double lsb = adc_lsb(s);
-  const double u = (v - s.vmin) / lsb;  // in LSB, code centres at integers
   const auto& inl = hw.layers[l].adc_inl;
-  if (inl.empty()) {
-    const double k = std::round(u);
-    if (!(k > 0)) return 0;
-    return k >= static_cast<double>(kmax) ? kmax : static_cast<long>(k);
-  }
-  // Threshold between codes k-1 and k at k - 0.5 + inl[k] (LSB): the code is the number of thresholds below u.
-  const std::vector<double>& e = inl[j];
-  double kf = std::round(u);
-  long k = !(kf > 0) ? 0 : kf >= static_cast<double>(kmax) ? kmax : static_cast<long>(kf);
-  while (k > 0 && u < static_cast<double>(k) - 0.5 + e[k]) --k;
-  while (k < kmax && u >= static_cast<double>(k) + 0.5 + e[k + 1]) ++k;
-  return k;
+  return adc_convert(hw.map->layers[l].adc_spec, v, 0, j, inl.empty() ? nullptr : inl[j].data());
 }
 
 }  // namespace anasim::nn

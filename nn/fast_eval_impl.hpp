@@ -1,0 +1,86 @@
+// Internal to the fast evaluator (nn/fast_eval.hpp): the prepared per-layer data (port admittances, DAC tables,
+// periphery kernels) and the per-image state, shared by the preparation (nn/fast_prepare.cpp) and the sweeps
+// (nn/fast_sweeps.cpp). Not for use outside those files.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+#include <Eigen/Dense>
+#include "nn/fast_eval.hpp"
+#include "nn/periphery_kernel.hpp"
+#include "nn/port_reduction.hpp"
+
+namespace anasim::nn::fast {
+
+// One layer, prepared for a trial.
+struct FastLayer {
+  const LayerMapping* m = nullptr;
+  const LayerInstance* li = nullptr;
+  int C = 0, P = 0;
+  Kernel kernel;
+  Eigen::MatrixXd Ycx;                  // C x P: column currents per row-port volt
+  Eigen::MatrixXd Yxc;                  // P x C: the transpose (contiguous columns)
+  Eigen::MatrixXd Ycc;                  // C x C
+  std::vector<Eigen::MatrixXd> Yxx;     // per row block (analog layers)
+  std::vector<int> block_of_row;        // physical row -> row block
+  std::vector<std::vector<double>> dac; // per physical DAC row: signed row voltage per code
+  int first_dac = 0;                    // first physical row driven by a DAC
+  long dac_max = 0;
+  std::vector<double> ic_bias;          // C: column currents of the bias rows (analog layers)
+  std::vector<double> ix_bias;          // P: row currents of the bias rows (analog layers)
+};
+
+}  // namespace anasim::nn::fast
+
+namespace anasim::nn {
+
+struct FastEvaluator::Impl {
+  using FastLayer = fast::FastLayer;
+  using Layout = fast::Layout;
+  using NeuronIn = fast::NeuronIn;
+  const HardwareInstance* hw = nullptr;
+  FastOptions opt;
+  bool noise = false;  // read noise on
+  std::vector<FastLayer> layers;
+  std::vector<std::vector<std::unique_ptr<fast::SchurSolver>>> solvers;  // per layer, per row block
+
+  // Per-image working state (one per thread). Per layer and neuron: the unknowns x, limiting states, and the
+  // last Newton point (xn, the lagged port currents it saw, the LU factors of its Jacobian) for linear-response
+  // updates; per layer the lagged currents into the array at the column ports (ic) and free row ports (ix).
+  struct Work {
+    std::vector<std::vector<double>> x, lim, ic, ix, vx, xn, lagn, lagu, sens, bound, lu;
+    std::vector<std::vector<int>> piv;
+    std::vector<std::vector<char>> state;  // 0 unsolved (guess), 1 Newton solution, 2 linear update
+    std::vector<double> old;
+    long sweeps = 0, newton = 0;
+    bool failed = false;
+  };
+
+  void init_work(Work& w) const;
+  // Row voltages of a DAC layer from its input codes (bias rows at full scale).
+  void dac_voltages(const FastLayer& f, const long* codes, double* v) const;
+  // Resets layer l of an image: unknowns unsolved, free rows at 0 V, lagged currents of the fixed rows.
+  // For DAC layers `ic0` (size C) holds Ycx * vx when given (the batched GEMM), else it is computed here.
+  void start_layer(Work& w, int l, const double* ic0) const;
+  // What neuron j of layer l sees of the arrays (l1: end of the coupled layer range).
+  NeuronIn inputs(const Work& w, int l, int j, int l1, std::uint64_t sample) const;
+  // Passes the port-voltage changes of neuron j of layer l (x against w.old) into the lagged currents.
+  void propagate(Work& w, int l, int j, int l1) const;
+  // True if linear updates moved x so little from the Newton point xn that the linearisation error (second order
+  // in the move) is far below the tolerance: no check needed.
+  static bool tiny_linear(const Layout& Lo, const double* x, const double* xn);
+  // Gauss-Seidel sweeps over layers [l0, l1) of one image until nothing moves. First every neuron gets its
+  // ideal-circuit guess (so that each one then sees estimates of all the others), then Newton solves; a neuron
+  // whose lagged currents changed only a little since its last Newton solve is updated by linear response
+  // (its stored LU factors), and once nothing moves every such neuron is checked by a real Newton iteration.
+  void sweep(Work& w, int l0, int l1, std::uint64_t sample) const;
+  // The last layer's ADC codes of an image and its class; hybrid layers pass codes on via `codes`.
+  int classify(const Work& w, long* out_codes) const;
+  // Requantized DAC codes for layer l+1 from the ADC codes of hybrid layer l.
+  void next_codes(const Work& w, int l, std::vector<long>& codes) const;
+  // Full evaluation of one image whose first-layer column currents are ic0 (Ycx * vx of layer 0).
+  void run_image(Work& w, const std::vector<long>& codes0, const double* ic0, std::uint64_t sample,
+                 LayerCodes* all_codes) const;
+};
+
+}  // namespace anasim::nn

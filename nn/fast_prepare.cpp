@@ -1,0 +1,170 @@
+// Preparation of the fast evaluator (nn/fast_eval.hpp) for one trial: per layer the periphery kernel, per row
+// block the port network (DAC output resistances and the tiles' elements) reduced to its port admittance on
+// CHOLMOD (nn/port_reduction.hpp), the blocks summed into each layer's dense port relations, and the DAC tables.
+// Contract: after prepare, Ycc, Ycx and Yxx are the exact admittances of the layer's arrays at the column and row
+// ports; dac[p][code] is the voltage the DAC device of row p drives for that code (devices/dac.hpp).
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <omp.h>
+#include "nn/fast_eval_impl.hpp"
+
+namespace anasim::nn {
+
+using namespace fast;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+FastEvaluator::FastEvaluator() : impl_(std::make_unique<Impl>()) {}
+FastEvaluator::~FastEvaluator() = default;
+
+Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt) {
+  const auto t0 = Clock::now();
+  Impl& I = *impl_;
+  I.hw = &hw;
+  I.opt = opt;
+  I.noise = hw.map->cfg.read_noise > 0;
+  const MappedNetwork& map = *hw.map;
+  const HardwareConfig& cfg = map.cfg;
+  const int L = static_cast<int>(map.layers.size());
+  I.layers.assign(L, FastLayer{});
+  if (static_cast<int>(I.solvers.size()) != L) {
+    I.solvers.clear();
+    I.solvers.resize(L);
+  }
+
+  // Every (layer, row block) network, then all of them factorized in parallel.
+  struct Job {
+    int l, b;
+    PortNetwork net;
+    std::vector<int> port_row;  // per port: physical row (rows) or -1 - column (columns)
+    Eigen::MatrixXd Y;
+    Status st;
+  };
+  std::vector<Job> jobs;
+  for (int l = 0; l < L; ++l) {
+    const LayerMapping& m = map.layers[l];
+    const LayerInstance& li = hw.layers[l];
+    FastLayer& f = I.layers[l];
+    f.m = &m;
+    f.li = &li;
+    f.C = m.outputs;
+    f.P = m.physical_rows();
+    f.first_dac = m.dac_rows ? 0 : f.P - 2;
+    f.kernel = make_kernel(cfg, m, opt);
+    if (f.kernel.L.n > kMaxLocal) return Status::fail(ErrorKind::Other, "periphery has too many unknowns");
+    const int nrb = static_cast<int>(m.row_blocks.size()) - 1, ncb = static_cast<int>(m.col_blocks.size()) - 1;
+    f.block_of_row.resize(f.P);
+    for (int b = 0; b < nrb; ++b)
+      for (int p = m.row_blocks[b]; p < m.row_blocks[b + 1]; ++p) f.block_of_row[p] = b;
+    if (static_cast<int>(I.solvers[l].size()) != nrb) {
+      I.solvers[l].clear();
+      for (int b = 0; b < nrb; ++b) I.solvers[l].push_back(std::make_unique<SchurSolver>());
+    }
+    const bool dac_rout = cfg.dac_rout > 0;
+    for (int b = 0; b < nrb; ++b) {
+      Job job;
+      job.l = l;
+      job.b = b;
+      const int r0 = m.row_blocks[b], r1 = m.row_blocks[b + 1], nr = r1 - r0;
+      // Internal node count first: DAC row pins (with rout) and the tiles' own nodes.
+      int n_int = 0;
+      std::vector<int> rowpin_int(nr, -1);
+      for (int p = r0; p < r1; ++p)
+        if (dac_rout && p >= f.first_dac) rowpin_int[p - r0] = n_int++;
+      int tile_nodes = 0;
+      for (int cb = 0; cb < ncb; ++cb) {
+        const CrossbarTopology topo(li.tiles[static_cast<size_t>(b) * ncb + cb].spec);
+        tile_nodes += topo.nodes() - topo.pins();
+      }
+      job.net.n_int = n_int + tile_nodes;
+      job.net.n_port = nr + f.C;
+      const int port0 = job.net.n_int;
+      std::vector<int> rowpin(nr);
+      for (int i = 0; i < nr; ++i) {
+        job.port_row.push_back(r0 + i);
+        if (rowpin_int[i] >= 0) {
+          rowpin[i] = rowpin_int[i];
+          job.net.edge(rowpin_int[i], port0 + i, 1.0 / cfg.dac_rout);  // DAC source behind rout
+        } else {
+          rowpin[i] = port0 + i;
+        }
+      }
+      for (int j = 0; j < f.C; ++j) job.port_row.push_back(-1 - j);
+      int next = n_int;
+      for (int cb = 0; cb < ncb; ++cb) {
+        const TileInstance& t = li.tiles[static_cast<size_t>(b) * ncb + cb];
+        std::vector<int> rp(rowpin.begin(), rowpin.end()), cp(t.spec.cols);
+        for (int j = 0; j < t.spec.cols; ++j) cp[j] = port0 + nr + t.col0 + j;
+        add_tile(job.net, t.spec, t.g, rp, cp, next);
+      }
+      jobs.push_back(std::move(job));
+    }
+  }
+  if (opt.trace) fmt::print(stderr, "prepare: networks built in {:.3f} s\n", since(t0));
+  {
+    // CHOLMOD 3 opens its own OpenMP regions with a fixed team of 4 (CHOLMOD_OMP_NUM_THREADS), which on a busy
+    // 2-core machine spins for most of the factorization time: blocks run in parallel here instead, and CHOLMOD's
+    // regions are kept inactive (nested beyond the active levels allowed).
+    const int saved_levels = omp_get_max_active_levels();
+    omp_set_max_active_levels(omp_get_max_threads() > 1 ? 1 : 0);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int k = 0; k < static_cast<int>(jobs.size()); ++k)
+      jobs[k].st = I.solvers[jobs[k].l][jobs[k].b]->compute(jobs[k].net, jobs[k].Y, opt.trace);
+    omp_set_max_active_levels(saved_levels);
+  }
+  for (auto& j : jobs)
+    if (!j.st) return j.st;
+  if (opt.trace) fmt::print(stderr, "prepare: factorized at {:.3f} s\n", since(t0));
+
+  for (int l = 0; l < L; ++l) {
+    FastLayer& f = I.layers[l];
+    const LayerMapping& m = map.layers[l];
+    const LayerInstance& li = hw.layers[l];
+    f.Ycx = Eigen::MatrixXd::Zero(f.C, f.P);
+    f.Ycc = Eigen::MatrixXd::Zero(f.C, f.C);
+    f.Yxx.assign(m.row_blocks.size() - 1, Eigen::MatrixXd());
+    for (auto& j : jobs) {
+      if (j.l != l) continue;
+      const int r0 = m.row_blocks[j.b], nr = m.row_blocks[j.b + 1] - r0;
+      f.Ycx.middleCols(r0, nr) += j.Y.block(nr, 0, f.C, nr);
+      f.Ycc += j.Y.block(nr, nr, f.C, f.C);
+      f.Yxx[j.b] = j.Y.block(0, 0, nr, nr);
+    }
+    f.Yxc = f.Ycx.transpose();
+    // DAC tables: signed row voltage per code (odd rows are driven by the DAC with swapped pins).
+    f.dac.clear();
+    for (int p = f.first_dac; p < f.P; ++p) {
+      const DacSpec& d = li.dac_of_row(p, m.inputs);
+      const long nc = dac_max_code(d) + 1;
+      std::vector<double> tab(nc);
+      const double sign = p % 2 == 0 ? 1.0 : -1.0;
+      const bool only_full = p / 2 >= m.inputs;  // bias rows use the full-scale code only
+      for (long k = 0; k < nc; ++k)
+        tab[k] = (only_full && k != nc - 1) ? 0.0 : sign * dac_voltage(d, k);
+      f.dac.push_back(std::move(tab));
+      f.dac_max = nc - 1;
+    }
+    if (!m.dac_rows) {
+      f.ic_bias.assign(f.C, 0.0);
+      f.ix_bias.assign(f.P, 0.0);
+      for (int p = f.first_dac; p < f.P; ++p) {
+        const double v = f.dac[p - f.first_dac][f.dac_max];
+        for (int j = 0; j < f.C; ++j) f.ic_bias[j] += f.Ycx(j, p) * v;
+        const int b = f.block_of_row[p], off = m.row_blocks[b];
+        for (int q = off; q < m.row_blocks[b + 1]; ++q) f.ix_bias[q] += f.Yxx[b](q - off, p - off) * v;
+      }
+    }
+  }
+  stats_.seconds_prepare += since(t0);
+  return {};
+}
+
+int fast_eval_eigen_alignment() { return 1000 * EIGEN_DEFAULT_ALIGN_BYTES + EIGEN_MAX_STATIC_ALIGN_BYTES; }
+
+}  // namespace anasim::nn

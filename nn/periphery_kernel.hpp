@@ -1,0 +1,504 @@
+// The per-neuron periphery kernel of the fast evaluator (nn/fast_eval.hpp): the local unknowns of one neuron's
+// periphery at DC (TIA; rectifier layers also the precision rectifier with its two diodes and the inverter), their
+// companion stamps with the array's self-admittance at the ports and the lagged currents of the other ports
+// (NeuronIn), a dense local Newton with step limiting and fallbacks, and the stage-by-stage initial guess.
+// Contract: Kernel::solve returns a point where every local KCL and branch equation holds to reltol/vntol for the
+// given NeuronIn, the same equations the MNA devices stamp (devices/opamp_model.hpp, devices/diode_model.hpp) with
+// the level-2 pole node eliminated exactly; the LU factors it leaves serve the sweeps' linear-response updates.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include "devices/diode_model.hpp"
+#include "devices/opamp_model.hpp"
+#include "nn/hardware.hpp"
+#include "nn/small_lu.hpp"
+
+namespace anasim::nn {
+struct FastOptions;
+}
+
+namespace anasim::nn::fast {
+
+using opamp_model::kVs;
+using opamp_model::limit_tanh_arg;
+using opamp_model::softplus;
+using opamp_model::softplus_d;
+
+constexpr int kMaxLocal = 16;  // most local unknowns of one neuron
+constexpr int kLim = 8;  // limiting states per neuron: op-amp k tanh slots 2k, 2k+1; diodes 6, 7
+// Passes of the stage-by-stage initial guess (a third changes little: the residual left is the coupling to the
+// neighbours, which the first Newton step corrects).
+constexpr int kGuessPasses = 2;
+
+// tanh(x) [-]: Taylor series to x^11 for |x| < 1/32 (the next term is below 1e-20 relative there, so the result
+// is std::tanh's to rounding), std::tanh elsewhere. In linear operation the op-amps' tanh arguments are 1e-6 to
+// 1e-3 (input stage and output current limit), and libm's tanh was ~15% of the per-image time.
+inline double tanh_fast(double x) {
+  if (std::fabs(x) >= 0.03125) return std::tanh(x);
+  const double x2 = x * x;
+  return x + x * x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 + x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925)))));
+}
+
+
+// Local unknowns of one neuron's periphery (-1 = absent).
+struct Layout {
+  int n = 0;
+  int c = -1, y = -1, s = -1, a = -1, h = -1, t = -1, hn = -1;
+  std::array<int, 3> p{-1, -1, -1};   // level-2 pole node of op-amp k (kOpTia, kOpRect, kOpInv)
+  std::array<int, 3> br{-1, -1, -1};  // level-0 output branch current of op-amp k
+  int d1i = -1, d2i = -1;             // diode internal (series-resistance) nodes
+  std::array<bool, kMaxLocal> is_current{};
+};
+
+inline Layout make_layout(bool rect, int level, bool diode_rs) {
+  Layout L;
+  L.c = L.n++;
+  L.y = L.n++;
+  if (rect) {
+    L.s = L.n++;
+    L.a = L.n++;
+    L.h = L.n++;
+    L.t = L.n++;
+    L.hn = L.n++;
+  }
+  const int nops = rect ? 3 : 1;
+  for (int k = 0; k < nops; ++k) {
+    if (level == 0) {
+      L.br[k] = L.n++;
+      L.is_current[L.br[k]] = true;
+    }
+  }
+  if (rect && diode_rs) {
+    L.d1i = L.n++;
+    L.d2i = L.n++;
+  }
+  return L;
+}
+
+// What a neuron sees of the array: self-admittances at its ports and the lagged currents of the other ports.
+struct NeuronIn {
+  double y_cc = 0;                      // [S] self-admittance of the column port
+  double lag_c = 0;                     // [A] current leaving c into the array from the other ports (and noise)
+  double y_hh = 0, y_hhn = 0, y_hnh = 0, y_hnhn = 0;  // next layer's row-pair self-admittance (rectifier)
+  double lag_h = 0, lag_hn = 0;
+  const double* r = nullptr;            // kNumPeripheryRes resistances [ohm]
+  const double* vos = nullptr;          // kNumPeripheryOps offsets [V]
+};
+
+// DC coefficients of the op-amps (opamp_model::coeffs with fixed rails, non-inverting input grounded).
+struct OpampDc : opamp_model::Coeffs {
+  double vhi, vlo, vmid, vhalf;  // [V] output swing limits, its centre and half width (fixed rails)
+};
+
+struct Kernel {
+  Layout L;
+  bool rect = false;
+  OpampDc op;
+  diode_model::Coeffs di;  // rectifier diodes (di.grs = 0: no series resistance, no internal node)
+  double gmin = 0;       // [S] junction gmin (Options::gmin of build_netlist's netlist)
+  double adc_g = 0;      // [S] ADC input conductance on y
+  double reltol = 1e-12, vntol = 1e-15;
+  int max_newton = 100;
+
+  // Stamps the companion model of every element at x into J (n x n, row-major) and rhs.
+  template <int N>
+  void stamp(const NeuronIn& in, const double* x, double* J, double* rhs, double* lim, bool nolimit,
+             bool& noncon) const {
+    const int n = N > 0 ? N : L.n;
+    auto g2 = [&](int a, int b, double g) {
+      if (a >= 0) J[a * n + a] += g;
+      if (b >= 0) J[b * n + b] += g;
+      if (a >= 0 && b >= 0) {
+        J[a * n + b] -= g;
+        J[b * n + a] -= g;
+      }
+    };
+    g2(L.c, L.y, 1.0 / in.r[kResRf]);
+    J[L.c * n + L.c] += in.y_cc;
+    rhs[L.c] -= in.lag_c;
+    opamp<N>(L.c, L.y, L.p[kOpTia], L.br[kOpTia], in.vos[kOpTia], x, J, rhs, lim + 0, nolimit, noncon);
+    if (adc_g > 0) J[L.y * n + L.y] += adc_g;
+    if (!rect) return;
+    g2(L.y, L.s, 1.0 / in.r[kResR1]);
+    opamp<N>(L.s, L.a, L.p[kOpRect], L.br[kOpRect], in.vos[kOpRect], x, J, rhs, lim + 2, nolimit, noncon);
+    diode<N>(L.s, L.d1i, L.a, x, J, rhs, lim[6], nolimit, noncon);
+    diode<N>(L.a, L.d2i, L.h, x, J, rhs, lim[7], nolimit, noncon);
+    g2(L.h, L.s, 1.0 / in.r[kResR2]);
+    g2(L.h, -1, 1.0 / in.r[kResRl]);
+    g2(L.h, L.t, 1.0 / in.r[kResInv1]);
+    opamp<N>(L.t, L.hn, L.p[kOpInv], L.br[kOpInv], in.vos[kOpInv], x, J, rhs, lim + 4, nolimit, noncon);
+    g2(L.t, L.hn, 1.0 / in.r[kResInv2]);
+    J[L.h * n + L.h] += in.y_hh;
+    J[L.h * n + L.hn] += in.y_hhn;
+    J[L.hn * n + L.h] += in.y_hnh;
+    J[L.hn * n + L.hn] += in.y_hnhn;
+    rhs[L.h] -= in.lag_h;
+    rhs[L.hn] -= in.lag_hn;
+  }
+
+  // Op-amp with grounded non-inverting input, inverting input inn, output out.
+  template <int N>
+  void opamp(int inn, int out, int /*p: level-2 pole node, eliminated*/, int br, double vos, const double* x, double* J, double* rhs, double* xold,
+             bool nolimit, bool& noncon) const {
+    const int n = N > 0 ? N : L.n;
+    if (op.level == 0) {  // nullor: the branch current leaves `out`; branch equation v(inp) - v(inn) = 0
+      J[out * n + br] += 1;
+      J[br * n + inn] -= 1;
+      return;
+    }
+    if (std::isfinite(op.rin)) J[inn * n + inn] += 1.0 / op.rin;
+    auto th = [&](double arg, int slot, double& ds) {
+      bool limited = false;
+      const double xl = nolimit ? arg : limit_tanh_arg(arg, xold[slot], limited);
+      const double t = tanh_fast(xl), s = 1 - t * t;
+      if (limited && std::fabs(tanh_fast(arg) - t) > 1e-12) noncon = true;
+      xold[slot] = xl;
+      ds = s;
+      return t + s * (arg - xl);
+    };
+    // Linearised current i0 + sum g_k (x_k - x0_k) leaving node `node`.
+    auto lin = [&](int node, double i0, int k1, double g1, int k2, double g2) {
+      J[node * n + k1] += g1;
+      J[node * n + k2] += g2;
+      rhs[node] -= i0 - g1 * x[k1] - g2 * x[k2];
+    };
+    const double vinn = x[inn], vout = x[out];
+    if (op.level == 1) {
+      const double vd = (0.0 - vinn) + vos;
+      double ds;
+      const double tv = th(op.a0 * vd / op.vhalf, 0, ds);
+      const double vt = op.vmid + op.vhalf * tv;
+      const double io = (vt - vout) / op.rout;  // into `out`
+      const double dio_dinn = -op.a0 * ds / op.rout, dio_dout = -1.0 / op.rout;
+      lin(out, -io, inn, -dio_dinn, out, -dio_dout);
+      return;
+    }
+    // Level 2 at DC: the pole node p carries only the pole current (input stage - leak - rail clamp = 0), so it is
+    // a function of the input alone and is eliminated here (solved exactly, see pole_voltage); then the output
+    // current (with its limit), the bias current and the common-mode term.
+    double vd = (0.0 - vinn) + vos, dvd = -1.0;
+    if (op.kcm != 0) {
+      vd = vd + op.kcm * (0.5 * (0.0 + vinn) - op.vmid);
+      dvd += 0.5 * op.kcm;
+    }
+    double ds;
+    const double stage = op.imax * th(vd / op.vsr, 0, ds);
+    const double dstage = op.imax * ds * dvd / op.vsr;
+    double dp_dstage;
+    const double vp = pole_voltage(stage, dp_dstage);
+    rhs[inn] -= op.ib;
+    double io, dp, dout;
+    if (!std::isfinite(op.ilim)) {
+      io = (vp - vout) / op.rout;
+      dp = 1.0 / op.rout;
+      dout = -dp;
+    } else {
+      double ds2;
+      io = op.ilim * th((vp - vout) / (op.rout * op.ilim), 1, ds2);
+      dp = ds2 / op.rout;
+      dout = -dp;
+    }
+    lin(out, -io, inn, -dp * dp_dstage * dstage, out, -dout);
+  }
+
+  // Level 2: the pole-node voltage at DC of an op-amp whose inverting input is at vinn (NaN at other levels).
+  double pole_of(double vinn, double vos) const {
+    if (op.level != 2) return std::nan("");
+    double vd = (0.0 - vinn) + vos;
+    if (op.kcm != 0) vd = vd + op.kcm * (0.5 * (0.0 + vinn) - op.vmid);
+    double dp;
+    return pole_voltage(op.imax * tanh_fast(vd / op.vsr), dp);
+  }
+
+  // Level 2: the pole-node voltage p at which the pole current stage - (p - vmid)/r1 - clamp(p) vanishes, and
+  // dp/dstage. Far from the rails the clamp is exactly 0 and p is explicit; else Newton on the increasing
+  // function of p, to the last bit.
+  double pole_voltage(double stage, double& dp_dstage) const {
+    const double p0 = op.vmid + op.r1 * stage;
+    if ((p0 - op.vhi) / kVs < -746.0 && (op.vlo - p0) / kVs < -746.0) {
+      dp_dstage = op.r1;
+      return p0;
+    }
+    double p = std::clamp(p0, op.vlo - 1.0, op.vhi + 1.0), dF = 1.0 / op.r1;
+    for (int it = 0; it < 200; ++it) {
+      const double a1 = (p - op.vhi) / kVs, a2 = (op.vlo - p) / kVs;
+      const double F = (p - op.vmid) / op.r1 + op.gcl * (softplus(a1) - softplus(a2)) - stage;
+      dF = 1.0 / op.r1 + op.gcl * (softplus_d(a1) + softplus_d(a2)) / kVs;
+      const double step = F / dF;
+      p -= step;
+      if (std::fabs(step) <= 1e-16 * (std::fabs(p) + 1.0)) break;
+    }
+    dp_dstage = 1.0 / dF;
+    return p;
+  }
+
+  // Diode from anode a (through the series-resistance node ai when present) to cathode k.
+  template <int N>
+  void diode(int a, int ai, int k, const double* x, double* J, double* rhs, double& vold, bool nolimit,
+             bool& noncon) const {
+    const int n = N > 0 ? N : L.n;
+    const int j = ai >= 0 ? ai : a;
+    if (ai >= 0) {
+      J[a * n + a] += di.grs;
+      J[ai * n + ai] += di.grs;
+      J[a * n + ai] -= di.grs;
+      J[ai * n + a] -= di.grs;
+    }
+    double vd = x[j] - x[k];
+    bool limited = false;
+    if (!nolimit) vd = diode_model::limit(di, vd, vold, limited);
+    if (limited) noncon = true;
+    vold = vd;
+    const diode_model::Current d = diode_model::current(di, vd, gmin);
+    const double gd = d.gd, ieq = d.cd - gd * vd;
+    J[j * n + j] += gd;
+    J[k * n + k] += gd;
+    J[j * n + k] -= gd;
+    J[k * n + j] -= gd;
+    rhs[j] -= ieq;
+    rhs[k] += ieq;
+  }
+
+
+  double tol(int k, double a, double b) const {
+    return reltol * std::max(std::fabs(a), std::fabs(b)) + (L.is_current[k] ? 1e-18 : vntol);
+  }
+
+  // Newton on the neuron's periphery from x (warm: x is an earlier solution and lim its limiting states).
+  // gshunt [S] adds a conductance from every node to ground (gmin stepping); max_step [V] (> 0) scales down
+  // steps that would move a node voltage further. Returns the iteration count, or minus it when it did not
+  // converge.
+  // J (n*n) and piv (n), when given, receive the LU factors of the last Jacobian (for linear-response updates).
+  // tol_scale multiplies the tolerance (> 1: a looser stop, for solves whose result a later check refines).
+  int solve(const NeuronIn& in, double* x, double* lim, bool warm, double gshunt = 0, double max_step = 0,
+            double* Jout = nullptr, int* pivout = nullptr, double tol_scale = 1.0) const {
+    switch (L.n) {  // fixed sizes let the compiler unroll the small dense LU
+      case 2: return solve_n<2>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+      case 3: return solve_n<3>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+      case 7: return solve_n<7>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+      case 10: return solve_n<10>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+      case 12: return solve_n<12>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+      default: return solve_n<0>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+    }
+  }
+  // Convergence check at x without refactoring: one Newton step computed with the Jacobian stamped at x but solved
+  // with the earlier LU factors (J, piv). True, with x advanced by that step, if the step is within the tolerance.
+  bool check(const NeuronIn& in, double* x, double* lim, const double* J, const int* piv) const {
+    switch (L.n) {
+      case 2: return check_n<2>(in, x, lim, J, piv);
+      case 3: return check_n<3>(in, x, lim, J, piv);
+      case 7: return check_n<7>(in, x, lim, J, piv);
+      case 10: return check_n<10>(in, x, lim, J, piv);
+      case 12: return check_n<12>(in, x, lim, J, piv);
+      default: return check_n<0>(in, x, lim, J, piv);
+    }
+  }
+  template <int N>
+  bool check_n(const NeuronIn& in, double* x, double* lim, const double* Jold, const int* piv) const {
+    const int n = N > 0 ? N : L.n;
+    double J[kMaxLocal * kMaxLocal] = {}, r[kMaxLocal] = {};
+    double lim2[kLim];
+    std::copy(lim, lim + kLim, lim2);
+    bool noncon = false;
+    stamp<N>(in, x, J, r, lim2, false, noncon);
+    if (noncon) return false;
+    for (int i = 0; i < n; ++i) {
+      double v = r[i];
+      for (int k = 0; k < n; ++k) v -= J[i * n + k] * x[k];
+      r[i] = v;
+    }
+    lu_apply<N>(n, Jold, piv, r);
+    for (int k = 0; k < n; ++k)
+      if (!(std::fabs(r[k]) <= tol(k, x[k] + r[k], x[k]))) return false;
+    for (int k = 0; k < n; ++k) x[k] += r[k];
+    std::copy(lim2, lim2 + kLim, lim);
+    return true;
+  }
+  // m right-hand sides at once (b: m consecutive vectors of n).
+  void apply_multi(const double* A, const int* piv, double* b, int m) const {
+    switch (L.n) {
+      case 2: return lu_apply_multi<2>(2, A, piv, b, m);
+      case 3: return lu_apply_multi<3>(3, A, piv, b, m);
+      case 7: return lu_apply_multi<7>(7, A, piv, b, m);
+      case 10: return lu_apply_multi<10>(10, A, piv, b, m);
+      default: return lu_apply_multi<0>(L.n, A, piv, b, m);
+    }
+  }
+  template <int N>
+  int solve_n(const NeuronIn& in, double* x, double* lim, bool warm, double gshunt, double max_step, double* Jout,
+              int* pivout, double tol_scale) const {
+    const int n = N > 0 ? N : L.n;
+    double Jbuf[kMaxLocal * kMaxLocal], rhs[kMaxLocal];
+    int pbuf[kMaxLocal];
+    double* J = Jout ? Jout : Jbuf;
+    int* piv = pivout ? pivout : pbuf;
+    double prev = std::numeric_limits<double>::infinity();
+    for (int it = 1; it <= max_newton; ++it) {
+      std::fill(J, J + n * n, 0.0);
+      std::fill(rhs, rhs + n, 0.0);
+      bool noncon = false;
+      stamp<N>(in, x, J, rhs, lim, !warm && it == 1, noncon);
+      if (gshunt > 0)
+        for (int k = 0; k < n; ++k)
+          if (!L.is_current[k]) J[k * n + k] += gshunt;
+      if (!lu_factor<N>(n, J, piv)) return -it;
+      lu_apply<N>(n, J, piv, rhs);
+      if (max_step > 0) {
+        double big = 0;
+        for (int k = 0; k < n; ++k)
+          if (!L.is_current[k]) big = std::max(big, std::fabs(rhs[k] - x[k]));
+        if (big > max_step) {
+          noncon = true;
+          for (int k = 0; k < n; ++k) rhs[k] = x[k] + (max_step / big) * (rhs[k] - x[k]);
+        }
+      }
+      bool conv = !noncon && (warm || it > 1 || tol_scale > 1);  // a loose cold stop may take the first step
+      double norm = 0;
+      for (int k = 0; k < n; ++k) {
+        if (!std::isfinite(rhs[k])) return -it;
+        const double d = std::fabs(rhs[k] - x[k]) / (tol_scale * tol(k, rhs[k], x[k]));
+        norm = std::max(norm, d);
+      }
+      if (norm > 1) conv = false;
+      if (!conv && it > max_newton / 4 && norm > prev)
+        for (int k = 0; k < n; ++k) rhs[k] = x[k] + 0.5 * (rhs[k] - x[k]);
+      prev = norm;
+      std::copy(rhs, rhs + n, x);
+      if (conv) return it;
+    }
+    return -max_newton;
+  }
+
+  // Fallbacks after a failed Newton (`failed` < 0: its iterations): from the start point (the previous solution
+  // `x0` when warm, else the ideal guess) with 1 V step limiting, then gmin stepping (1e-2 S down to 0 by decades,
+  // each step warm-started).
+  int robust_solve(const NeuronIn& in, double* x, double* lim, const double* x0, bool warm, int failed, double* Jout,
+                   int* pivout) const {
+    int total = -failed;
+    auto restart = [&] {
+      if (warm) std::copy(x0, x0 + L.n, x);
+      else guess(in, x, lim);
+    };
+    restart();
+    int it = solve(in, x, lim, warm, 0.0, 1.0, Jout, pivout);
+    total += std::abs(it);
+    if (it > 0) return total;
+    restart();
+    for (double g = 1e-2; g > 1e-13; g /= 10) {
+      it = solve(in, x, lim, warm || g < 1e-2, g, 1.0);
+      total += std::abs(it);
+      if (it < 0) return -total;
+    }
+    it = solve(in, x, lim, true, 0.0, 1.0, Jout, pivout);
+    total += std::abs(it);
+    return it > 0 ? total : -total;
+  }
+
+  // The DC input voltage inn (non-inverting input grounded) and pole-node voltage p at which an op-amp with offset
+  // vos delivers current io into its output at voltage out: the op-amp equations solved backwards.
+  // atanh for the initial guess: the series to u^5 below 0.3 (error < u^7/7, far below what the guess needs).
+  static double guess_atanh(double u) {
+    if (std::fabs(u) < 0.3) {
+      const double u2 = u * u;
+      return u * (1.0 + u2 * (1.0 / 3.0 + u2 * 0.2));
+    }
+    return std::atanh(u);
+  }
+
+  void opamp_inverse(double out, double io, double vos, double& inn, double& p) const {
+    p = out;
+    if (op.level == 0) {
+      inn = 0.0;
+      return;
+    }
+    constexpr double kEdge = 1 - 1e-15;
+    double vd;
+    if (op.level == 1) {
+      const double u = std::clamp((out + op.rout * io - op.vmid) / op.vhalf, -kEdge, kEdge);
+      vd = op.vhalf * guess_atanh(u) / op.a0;
+    } else {
+      p = std::isfinite(op.ilim) ? out + op.rout * op.ilim * guess_atanh(std::clamp(io / op.ilim, -kEdge, kEdge))
+                                 : out + op.rout * io;
+      const double need =
+          (p - op.vmid) / op.r1 + op.gcl * (softplus((p - op.vhi) / kVs) - softplus((op.vlo - p) / kVs));
+      vd = op.vsr * guess_atanh(std::clamp(need / op.imax, -kEdge, kEdge));
+    }
+    const double kcm = op.level >= 2 ? op.kcm : 0.0;
+    inn = (vos - kcm * op.vmid - vd) / (1 - 0.5 * kcm);
+  }
+
+  // Initial guess for a cold start: the stages in signal order (TIA, rectifier, inverter), each from its KCL with
+  // the op-amp equations inverted and the diodes in their ideal regime, three passes so that the loading of each
+  // stage by the next settles. Near-exact away from the rectifier corner and saturation. Sets the limiting states.
+  void guess(const NeuronIn& in, double* x, double* lim) const {
+    std::fill(x, x + L.n, 0.0);
+    std::fill(lim, lim + kLim, 0.0);
+    const double* r = in.r;
+    const double gin = op.level >= 1 && std::isfinite(op.rin) ? 1.0 / op.rin : 0.0;
+    const double ib = op.level == 2 ? op.ib : 0.0;
+    const double rs = di.rs;
+    auto vdio = [&](double i) { return diode_model::forward_voltage(di, i); };
+    auto idio = [&](double v) { return diode_model::current(di, v, gmin).cd; };
+    double c = 0, y = 0, s = 0, a = 0, h = 0, t = 0, hn = 0, id1 = 0, id2 = 0;
+    double io[3] = {0, 0, 0}, p[3] = {0, 0, 0};
+    for (int pass = 0; pass < kGuessPasses; ++pass) {
+      // TIA: y from the KCL at c; if that is beyond the swing the output saturates and c follows from the KCL.
+      y = c + r[kResRf] * ((in.y_cc + gin) * c + in.lag_c + ib);
+      if (y > op.vhi || y < op.vlo) {
+        y = std::clamp(y, op.vlo, op.vhi);
+        c = (y / r[kResRf] - in.lag_c - ib) / (1.0 / r[kResRf] + in.y_cc + gin);
+      }
+      io[0] = (y - c) / r[kResRf] + adc_g * y + (rect ? (y - s) / r[kResR1] : 0.0);
+      double cn;
+      opamp_inverse(y, io[0], in.vos[kOpTia], cn, p[0]);
+      if (std::fabs(cn) < 1.0) c = cn;
+      if (!rect) continue;
+      // Rectifier: D2 conducts (h > 0) for y < 0, else D1.
+      const double gh = 1.0 / r[kResR2] + 1.0 / r[kResRl] + 1.0 / r[kResInv1] + in.y_hh;
+      if (y < 0) {
+        id1 = idio(s - a);
+        h = s + r[kResR2] * ((s - y) / r[kResR1] + id1 + gin * s + ib);
+        id2 = (h - s) / r[kResR2] + h / r[kResRl] + (h - t) / r[kResInv1] + in.y_hh * h + in.y_hhn * hn + in.lag_h;
+        a = h + vdio(id2);
+      } else {
+        id2 = idio(a - h);
+        h = (s / r[kResR2] + t / r[kResInv1] - in.y_hhn * hn - in.lag_h + id2) / gh;
+        id1 = (y - s) / r[kResR1] + (h - s) / r[kResR2] - gin * s - ib;
+        a = s - vdio(id1);
+      }
+      a = std::clamp(a, op.vlo, op.vhi);
+      io[1] = id2 - id1;
+      double sn;
+      opamp_inverse(a, io[1], in.vos[kOpRect], sn, p[1]);
+      if (std::fabs(sn) < 1.0) s = sn;
+      // Inverter.
+      hn = std::clamp(t + r[kResInv2] * ((t - h) / r[kResInv1] + gin * t + ib), op.vlo, op.vhi);
+      io[2] = (hn - t) / r[kResInv2] + in.y_hnhn * hn + in.y_hnh * h + in.lag_hn;
+      double tn;
+      opamp_inverse(hn, io[2], in.vos[kOpInv], tn, p[2]);
+      if (std::fabs(tn) < 1.0) t = tn;
+    }
+    x[L.c] = c;
+    x[L.y] = y;
+    if (rect) {
+      x[L.s] = s;
+      x[L.a] = a;
+      x[L.h] = h;
+      x[L.t] = t;
+      x[L.hn] = hn;
+      if (L.d1i >= 0) x[L.d1i] = s - id1 * rs;
+      if (L.d2i >= 0) x[L.d2i] = a - id2 * rs;
+    }
+    for (int k = 0; k < (rect ? 3 : 1); ++k) {
+      if (L.p[k] >= 0) x[L.p[k]] = p[k];
+      if (L.br[k] >= 0) x[L.br[k]] = -io[k];
+    }
+  }
+};
+
+// The kernel of a layer's neurons: op-amp and diode coefficients from cfg, layout, tolerances from opt.
+Kernel make_kernel(const HardwareConfig& cfg, const LayerMapping& m, const FastOptions& opt);
+
+}  // namespace anasim::nn::fast

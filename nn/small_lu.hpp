@@ -1,0 +1,79 @@
+// Small dense LU factorization with partial pivoting for the fast evaluator's per-neuron Newton solves
+// (nn/periphery_kernel.hpp): sizes up to a few dozen, fixed at compile time (N > 0) so that loops unroll, or given
+// at run time (N = 0, size nrt). Matrices are n x n row-major.
+#pragma once
+#include <cmath>
+#include <utility>
+
+namespace anasim::nn::fast {
+
+// LU factorization in place (A n x n row-major, partial pivoting; piv[k] = row swapped with k; the diagonal of U
+// is stored as its reciprocals). False if singular.
+template <int N>
+inline bool lu_factor(int nrt, double* A, int* piv) {
+  const int n = N > 0 ? N : nrt;
+  for (int k = 0; k < n; ++k) {
+    int p = k;
+    double best = std::fabs(A[k * n + k]);
+    for (int i = k + 1; i < n; ++i)
+      if (std::fabs(A[i * n + k]) > best) {
+        best = std::fabs(A[i * n + k]);
+        p = i;
+      }
+    if (!(best > 0)) return false;
+    piv[k] = p;
+    if (p != k)
+      for (int c = 0; c < n; ++c) std::swap(A[k * n + c], A[p * n + c]);
+    const double inv = 1.0 / A[k * n + k];
+    A[k * n + k] = inv;  // the diagonal holds reciprocals: lu_apply multiplies
+    for (int i = k + 1; i < n; ++i) {
+      const double f = A[i * n + k] * inv;
+      A[i * n + k] = f;
+      if (f == 0) continue;
+      for (int c = k + 1; c < n; ++c) A[i * n + c] -= f * A[k * n + c];
+    }
+  }
+  return true;
+}
+// Solves with a factorization from lu_factor, b in place.
+template <int N>
+inline void lu_apply(int nrt, const double* A, const int* piv, double* b) {
+  const int n = N > 0 ? N : nrt;
+  for (int k = 0; k < n; ++k)
+    if (piv[k] != k) std::swap(b[k], b[piv[k]]);
+  for (int k = 0; k < n; ++k) {
+    const double bk = b[k];
+    if (bk != 0)
+      for (int i = k + 1; i < n; ++i) b[i] -= A[i * n + k] * bk;
+  }
+  for (int k = n - 1; k >= 0; --k) {  // column-oriented: independent updates, no division
+    const double bk = b[k] * A[k * n + k];
+    b[k] = bk;
+    for (int i = 0; i < k; ++i) b[i] -= A[i * n + k] * bk;
+  }
+}
+// Solves m right-hand sides at once with a factorization from lu_factor (b: m consecutive vectors of n, in place).
+template <int N>
+inline void lu_apply_multi(int nrt, const double* A, const int* piv, double* b, int m) {
+  const int n = N > 0 ? N : nrt;
+  for (int r = 0; r < m; ++r) {
+    double* br = b + r * n;
+    for (int k = 0; k < n; ++k)
+      if (piv[k] != k) std::swap(br[k], br[piv[k]]);
+  }
+  for (int k = 0; k < n; ++k)
+    for (int i = k + 1; i < n; ++i) {
+      const double lik = A[i * n + k];
+      for (int r = 0; r < m; ++r) b[r * n + i] -= lik * b[r * n + k];
+    }
+  for (int k = n - 1; k >= 0; --k) {
+    const double d = A[k * n + k];
+    for (int r = 0; r < m; ++r) b[r * n + k] *= d;
+    for (int i = 0; i < k; ++i) {
+      const double uik = A[i * n + k];
+      for (int r = 0; r < m; ++r) b[r * n + i] -= uik * b[r * n + k];
+    }
+  }
+}
+
+}  // namespace anasim::nn::fast
