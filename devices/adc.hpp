@@ -33,7 +33,8 @@ inline long adc_max_code(const AdcSpec& s) { return (1L << s.bits) - 1; }
 inline double adc_lsb(const AdcSpec& s) { return (s.vmax - s.vmin) / static_cast<double>(adc_max_code(s)); }
 // Code of input voltage v [V] for input k at sample number `sample` (noise drawn from s.seed as is). inl (nullptr,
 // or 2^N values [LSB], static per-code INL): the threshold between codes k-1 and k moves from k - 0.5 to
-// k - 0.5 + inl[k] LSB (the code is the number of thresholds below the input); inl[0] is unused.
+// k - 0.5 + inl[k] LSB (with the thresholds in increasing order, the code is the number of them below the input);
+// inl[0] is unused.
 long adc_convert(const AdcSpec& s, double v, std::uint64_t sample, int k, const double* inl = nullptr);
 
 class Adc : public Device {

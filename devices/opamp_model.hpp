@@ -1,7 +1,7 @@
 // The op-amp model's constants, coefficients and scalar helpers, shared by the device (devices/opamp.cpp: MNA
-// stamps and the ngspice export) and by the NN fast evaluator (nn/fast_eval.cpp: the same equations at DC with
-// the pole node eliminated). The equations themselves are the templates in opamp.cpp; the DC forms in
-// fast_eval.cpp are derived from them and checked against the MNA solve (tests/test_nn_exact.cpp).
+// stamps and the ngspice export) and by the NN fast evaluator (nn/periphery_kernel.hpp: the same equations at DC
+// with fixed rails and the pole node eliminated, pole_voltage_dc). The general equations are the templates in
+// opamp.cpp; the DC forms here and the kernel's stamps are checked against the MNA solve (tests/test_nn_exact.cpp).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -74,6 +74,46 @@ inline void fixed_swing(const Coeffs& c, double& vhi, double& vlo, double& vmid,
   vlo = c.vneg + c.hd_lo;
   vmid = 0.5 * (vhi + vlo);
   vhalf = kHs * softplus((0.5 / kHs) * (vhi - vlo));
+}
+
+// DC coefficients at fixed rails (no supply pins): the swing limits, centre and half width [V] as the level-1 and
+// level-2 equations compute them from vpos and vneg.
+struct DcCoeffs : Coeffs {
+  double vhi = 0, vlo = 0, vmid = 0, vhalf = 0;
+};
+inline DcCoeffs dc_coeffs(const Params& p) {
+  DcCoeffs o;
+  static_cast<Coeffs&>(o) = coeffs(p);
+  fixed_swing(o, o.vhi, o.vlo, o.vmid, o.vhalf);
+  return o;
+}
+
+// Level 2 at fixed rails: the current leaving the pole node at voltage p [V] through the gain-setting leak to vmid
+// and the rail clamp [A] (opamp.cpp's level2_ipole is the input stage minus this).
+inline double pole_load(const DcCoeffs& c, double p) {
+  return (p - c.vmid) / c.r1 + c.gcl * (softplus((p - c.vhi) / kVs) - softplus((c.vlo - p) / kVs));
+}
+
+// Level 2 at DC (no capacitor current): the pole-node voltage p [V] at which the input-stage current `stage` [A]
+// equals pole_load(p), and dp/dstage [ohm]. Far from the rails the clamp is exactly 0 and p is explicit; else
+// Newton on the increasing function pole_load(p) - stage, to the last bit.
+inline double pole_voltage_dc(const DcCoeffs& c, double stage, double& dp_dstage) {
+  const double p0 = c.vmid + c.r1 * stage;
+  if ((p0 - c.vhi) / kVs < -746.0 && (c.vlo - p0) / kVs < -746.0) {
+    dp_dstage = c.r1;
+    return p0;
+  }
+  double p = std::clamp(p0, c.vlo - 1.0, c.vhi + 1.0), dF = 1.0 / c.r1;
+  for (int it = 0; it < 200; ++it) {
+    const double a1 = (p - c.vhi) / kVs, a2 = (c.vlo - p) / kVs;
+    const double F = (p - c.vmid) / c.r1 + c.gcl * (softplus(a1) - softplus(a2)) - stage;  // pole_load(p) - stage
+    dF = 1.0 / c.r1 + c.gcl * (softplus_d(a1) + softplus_d(a2)) / kVs;
+    const double step = F / dF;
+    p -= step;
+    if (std::fabs(step) <= 1e-16 * (std::fabs(p) + 1.0)) break;
+  }
+  dp_dstage = 1.0 / dF;
+  return p;
 }
 
 // Newton step limiting of the tanh arguments (engine/limiting.hpp).

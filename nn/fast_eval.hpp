@@ -94,9 +94,9 @@ class FastEvaluator {
   FastStats stats_;
 };
 
-// Eigen's heap and static alignment [bytes] as fast_eval.cpp (built with -march=native under ANASIM_NATIVE) sees
-// them, 1000 * heap + static: every file must see the same, or Eigen's inline allocator and aligned loads differ
-// between object files (see CMakeLists.txt).
+// Eigen's heap and static alignment [bytes] as the fast evaluator's files (built with -march=native under
+// ANASIM_NATIVE) see them, 1000 * heap + static: every file must see the same, or Eigen's inline allocator and
+// aligned loads differ between object files (see CMakeLists.txt).
 int fast_eval_eigen_alignment();
 
 }  // namespace anasim::nn

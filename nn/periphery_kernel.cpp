@@ -26,10 +26,7 @@ OpampDc opamp_dc(const HardwareConfig& cfg) {
   p.hd_lo = opamp_param(cfg, "headroom_lo");
   p.vpos = opamp_param(cfg, "vpos");
   p.vneg = opamp_param(cfg, "vneg");
-  OpampDc o;
-  static_cast<opamp_model::Coeffs&>(o) = opamp_model::coeffs(p);
-  opamp_model::fixed_swing(o, o.vhi, o.vlo, o.vmid, o.vhalf);
-  return o;
+  return opamp_model::dc_coeffs(p);
 }
 
 // The rectifier diodes as build_netlist's model card "dnn" has them: is, n, rs; the rest at the defaults.

@@ -21,10 +21,7 @@ struct FastOptions;
 
 namespace anasim::nn::fast {
 
-using opamp_model::kVs;
 using opamp_model::limit_tanh_arg;
-using opamp_model::softplus;
-using opamp_model::softplus_d;
 
 constexpr int kMaxLocal = 16;  // most local unknowns of one neuron
 constexpr int kLim = 8;  // limiting states per neuron: op-amp k tanh slots 2k, 2k+1; diodes 6, 7
@@ -87,11 +84,10 @@ struct NeuronIn {
   const double* vos = nullptr;          // kNumPeripheryOps offsets [V]
 };
 
-// DC coefficients of the op-amps (opamp_model::coeffs with fixed rails, non-inverting input grounded).
-struct OpampDc : opamp_model::Coeffs {
-  double vhi, vlo, vmid, vhalf;  // [V] output swing limits, its centre and half width (fixed rails)
-};
+// DC coefficients of the op-amps (fixed rails; the non-inverting input is grounded in every periphery stage).
+using OpampDc = opamp_model::DcCoeffs;
 
+// The periphery of one layer's neurons: coefficients (make_kernel) and the per-neuron algorithms.
 struct Kernel {
   Layout L;
   bool rect = false;
@@ -212,26 +208,9 @@ struct Kernel {
     return pole_voltage(op.imax * tanh_fast(vd / op.vsr), dp);
   }
 
-  // Level 2: the pole-node voltage p at which the pole current stage - (p - vmid)/r1 - clamp(p) vanishes, and
-  // dp/dstage. Far from the rails the clamp is exactly 0 and p is explicit; else Newton on the increasing
-  // function of p, to the last bit.
+  // Level 2: the pole-node voltage at DC for input-stage current `stage` [A], and dp/dstage.
   double pole_voltage(double stage, double& dp_dstage) const {
-    const double p0 = op.vmid + op.r1 * stage;
-    if ((p0 - op.vhi) / kVs < -746.0 && (op.vlo - p0) / kVs < -746.0) {
-      dp_dstage = op.r1;
-      return p0;
-    }
-    double p = std::clamp(p0, op.vlo - 1.0, op.vhi + 1.0), dF = 1.0 / op.r1;
-    for (int it = 0; it < 200; ++it) {
-      const double a1 = (p - op.vhi) / kVs, a2 = (op.vlo - p) / kVs;
-      const double F = (p - op.vmid) / op.r1 + op.gcl * (softplus(a1) - softplus(a2)) - stage;
-      dF = 1.0 / op.r1 + op.gcl * (softplus_d(a1) + softplus_d(a2)) / kVs;
-      const double step = F / dF;
-      p -= step;
-      if (std::fabs(step) <= 1e-16 * (std::fabs(p) + 1.0)) break;
-    }
-    dp_dstage = 1.0 / dF;
-    return p;
+    return opamp_model::pole_voltage_dc(op, stage, dp_dstage);
   }
 
   // Diode from anode a (through the series-resistance node ai when present) to cathode k.
@@ -421,8 +400,7 @@ struct Kernel {
     } else {
       p = std::isfinite(op.ilim) ? out + op.rout * op.ilim * guess_atanh(std::clamp(io / op.ilim, -kEdge, kEdge))
                                  : out + op.rout * io;
-      const double need =
-          (p - op.vmid) / op.r1 + op.gcl * (softplus((p - op.vhi) / kVs) - softplus((op.vlo - p) / kVs));
+      const double need = opamp_model::pole_load(op, p);
       vd = op.vsr * guess_atanh(std::clamp(need / op.imax, -kEdge, kEdge));
     }
     const double kcm = op.level >= 2 ? op.kcm : 0.0;

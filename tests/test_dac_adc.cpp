@@ -266,3 +266,34 @@ TEST_CASE("dac/adc: netlist errors are located") {
   d = error_of("devices:\n  - {name: d1, type: dac, nodes: [x, 0], vmin: 1, vmax: 1}\n");
   CHECK(d.message.find("vmin < vmax") != std::string::npos);
 }
+
+TEST_CASE("adc: static INL moves the code thresholds by inl[k] LSB (adc_convert, as the NN layer uses it)") {
+  AdcSpec s;
+  s.bits = 3;
+  s.vmin = 0;
+  s.vmax = 7;  // 1 V per LSB
+  std::vector<double> inl(8, 0.0);
+  inl[3] = 0.3;   // threshold 2|3 at 2.8 V instead of 2.5 V
+  inl[4] = -0.4;  // threshold 3|4 at 3.1 V instead of 3.5 V
+  for (double v : {-1.0, 0.2, 1.49, 2.51, 3.49, 5.5, 9.0})
+    CHECK(adc_convert(s, v, 0, 0, inl.data()) == adc_convert(s, v, 0, 0) + (v > 2.5 && v < 2.8 ? -1 : 0) +
+                                                      (v >= 3.1 && v < 3.5 ? 1 : 0));
+  CHECK(adc_convert(s, 2.79, 0, 0, inl.data()) == 2);
+  CHECK(adc_convert(s, 2.8, 0, 0, inl.data()) == 3);
+  CHECK(adc_convert(s, 3.09, 0, 0, inl.data()) == 3);
+  CHECK(adc_convert(s, 3.1, 0, 0, inl.data()) == 4);
+  CHECK(adc_convert(s, 1e9, 0, 0, inl.data()) == 7);
+  CHECK(adc_convert(s, -1e9, 0, 0, inl.data()) == 0);
+}
+
+TEST_CASE("dac: dac_voltage is what the device drives (output plus its noise draw)") {
+  DacSpec s;
+  s.bits = 4;
+  s.noise = 1e-3;
+  s.inl_sigma = 0.2;
+  s.seed = 5;
+  Dac d("d1", SourceLoc{}, s, 9, NodeId(1), NodeId(0));
+  DacSpec used = d.spec();
+  CHECK(d.voltage() == dac_voltage(used, 9));
+  CHECK(dac_voltage(used, 9) == dac_output(used, 9) + dac_noise(used));
+}
