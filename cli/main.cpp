@@ -41,47 +41,18 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Parses and elaborates; phase times [s] go to *t_parse and *t_elab when given.
-// Levenshtein distance, for "did you mean" hints.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> d(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t prev = d[0];
-    d[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cur = d[j];
-      d[j] = std::min({d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] != b[j - 1])});
-      prev = cur;
-    }
-  }
-  return d[b.size()];
-}
-
-// Top-level YAML sections the engine does not read are kept for other layers; a name close to an engine
-// section is almost certainly a typo ("analysis:" for "analyses:"), so it is an error.
-Status check_extra_sections(const ParsedNetlist& pn) {
-  static const char* known[] = {"title", "params", "models", "subcircuits", "devices", "analyses",
-                                "options", "ic", "outputs", "include"};
-  for (const auto& e : pn.extra)
-    for (const char* k : known)
-      if (edit_distance(e.name, k) <= 2)
-        return Status::input(fmt::format("unknown top-level section '{}'; did you mean '{}'?", e.name, k), e.loc);
-  return {};
-}
-
 void print_warnings(const Status& st) {
   for (const auto& w : st.warnings) fmt::print(stderr, "warning: {}\n", w);
 }
 
-// `analyses`: the extension analysis kinds the netlist may use (see analysis_catalog()).
+// Parses and elaborates; phase times [s] go to *t_parse and *t_elab when given. `analyses`: the extension
+// analysis kinds the netlist may use (see analysis_catalog()). Section-name typos are the reader's errors.
 Status load(const std::string& file, const AnalysisCatalog& analyses, ParsedNetlist& pn, FlatNetlist& fn,
             double* t_parse = nullptr, double* t_elab = nullptr) {
   auto t0 = std::chrono::steady_clock::now();
   Status ps = parse_netlist(file, builtin_catalog(), pn, &analyses);
   if (!ps) return ps;
   print_warnings(ps);
-  if (Status st = check_extra_sections(pn); !st) return st;
   if (t_parse) *t_parse = since(t0);
   t0 = std::chrono::steady_clock::now();
   Status st = elaborate(pn, builtin_catalog(), fn);

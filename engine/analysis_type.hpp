@@ -18,7 +18,7 @@ struct FlatNetlist;
 
 // What one check or run of an extension analysis sees.
 struct AnalysisRequest {
-  const FlatNetlist* netlist = nullptr;  // elaborated netlist: file, title, top-level params, extra sections
+  const FlatNetlist* netlist = nullptr;  // elaborated netlist: file, title, top-level params, other sections
                                          // (check(): devices and options done, analyses still being elaborated)
   Circuit* circuit = nullptr;            // the built circuit; nullptr in check() and when there are no devices
   const ParamValues* args = nullptr;     // evaluated arguments, indexed like the type's params

@@ -110,7 +110,7 @@ class Elaborator {
       fd.control_type = c->type;
     }
     if (Status st = resolve_expressions(); !st) return st;
-    out_.extra = pn_.extra;  // before analyses(): extension checks may read other sections
+    out_.sections = pn_.sections;  // before analyses(): extension checks may read other sections
     if (Status st = analyses(); !st) return st;
     for (const auto& ic : pn_.ics) {
       const size_t id = node_ids_.find(ic.name, NodeNameOf{out_.node_names});

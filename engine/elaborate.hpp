@@ -68,7 +68,7 @@ struct FlatNetlist {
   std::vector<std::pair<NodeId, double>> ics;  // .ic node voltages [V]
   std::vector<std::string> outputs;            // requested signals, empty = all
   std::map<std::string, double> params;        // top-level parameter values
-  std::vector<ParamAssign> extra;              // top-level sections other layers read (name, loc); see ParsedNetlist
+  std::vector<ParsedSection> sections;         // top-level sections other layers read; see ParsedNetlist
 
   // The node names of fd's pins, in pin order ("0" for ground).
   std::vector<std::string> pin_names(const FlatDevice& fd) const {
@@ -76,6 +76,12 @@ struct FlatNetlist {
     names.reserve(fd.nodes.size());
     for (NodeId id : fd.nodes) names.push_back(node_names[id.v]);
     return names;
+  }
+  // The section named `name`, nullptr if absent.
+  const ParsedSection* section(std::string_view name) const {
+    for (const ParsedSection& s : sections)
+      if (s.name == name) return &s;
+    return nullptr;
   }
 };
 

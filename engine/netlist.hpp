@@ -83,6 +83,16 @@ struct AnalysisSpec {
   SourceLoc loc;
 };
 
+// A top-level section the engine does not interpret, kept for the layer that does (YAML `hardware:`, read by
+// nn/): its entries unevaluated, in file order, each with its location; duplicate keys were rejected by the
+// reader. A mapping's keys are the entry names, a nested mapping's joined with '.' ("opamp: {model: x}" ->
+// "opamp.model"); a section whose value is a scalar or a list has one entry with an empty name.
+struct ParsedSection {
+  std::string name;                  // lower-case section name
+  SourceLoc loc;                     // the section's key
+  std::vector<ParamAssign> entries;
+};
+
 struct ParsedNetlist {
   std::string title;
   std::string file;                     // top-level file name
@@ -94,8 +104,19 @@ struct ParsedNetlist {
   std::vector<ParamAssign> options;     // .options name=value (a bare flag has value "1")
   std::vector<ParamAssign> ics;         // .ic v(node)=value; name holds the node name
   std::vector<std::string> outputs;     // requested signals ("v(out)", "i(v1)"); empty = all
-  std::vector<ParamAssign> extra;       // sections other layers interpret (e.g. YAML "hardware:"); unused by engine
+  std::vector<ParsedSection> sections;  // sections other layers interpret (e.g. YAML "hardware:"); unused by engine
+
+  // The section named `name`, nullptr if absent.
+  const ParsedSection* section(std::string_view name) const {
+    for (const ParsedSection& s : sections)
+      if (s.name == name) return &s;
+    return nullptr;
+  }
 };
+
+// The top-level section names of a YAML netlist that the engine reads itself (title, params, ..., include), in
+// one place: the YAML reader dispatches on them and a front end can tell a typo from another layer's section.
+const std::vector<std::string>& yaml_section_names();
 
 // Helpers shared by both parsers.
 bool is_ground_name(std::string_view node);  // "0", "gnd" (any case); called once per pin of every device

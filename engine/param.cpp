@@ -2,6 +2,7 @@
 #include "engine/param.hpp"
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <fmt/format.h>
@@ -104,7 +105,11 @@ ParamValues default_params(const ParamTable& table) {
     exprs = exprs || spec.kind == ParamKind::Expr;
   }
   if (lists) pv.list().assign(n, {});
-  if (texts) pv.text().assign(n, {});
+  if (texts) {
+    pv.text().assign(n, {});
+    for (size_t i = 0; i < n; ++i)  // an enum's default word
+      if (table[i].choices) pv.text()[i] = choice_word(table[i], static_cast<int>(table[i].def));
+  }
   if (exprs) pv.expr().assign(n, {});
   return pv;
 }
@@ -234,4 +239,109 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
   return assign_params_impl(pv, assigns, scope, [&] { return kind + " '" + name + "'"; });
 }
 
+}  // namespace anasim
+
+namespace anasim {
+
+std::string choice_word(const ParamSpec& spec, int k) {
+  if (!spec.choices || k < 0) return {};
+  const char* p = spec.choices;
+  for (int j = 0; j < k; ++j) {
+    p = std::strchr(p, '|');
+    if (!p) return {};
+    ++p;
+  }
+  const char* e = std::strchr(p, '|');
+  return e ? std::string(p, e) : std::string(p);
+}
+
+int choice_index(const ParamSpec& spec, const std::string& word) {
+  const std::string w = to_lower(word);
+  for (int k = 0;; ++k) {
+    const std::string c = choice_word(spec, k);
+    if (c.empty()) return -1;
+    if (c == w) return k;
+  }
+}
+
+namespace detail {
+
+Status integer_error(const ParamValues& pv, int i, const char* what) {
+  return Status::input(fmt::format("{}: {} must be an integer, got {}", what, (*pv.table)[i].name, pv.value[i]),
+                       pv.loc[i]);
+}
+
+Status choice_error(const ParamValues& pv, int i, const char* what) {
+  const ParamSpec& s = (*pv.table)[i];
+  std::string words;
+  for (int k = 0; !choice_word(s, k).empty(); ++k) {
+    const bool last = choice_word(s, k + 1).empty();
+    words += fmt::format("{}{}", k == 0 ? "" : last ? " or " : ", ", choice_word(s, k));
+  }
+  return Status::input(fmt::format("{}: {} must be {}, got '{}'", what, s.name, words, pv.text()[i]), pv.loc[i]);
+}
+
+namespace {
+// Index of the parameter named `name` in table (exact table name), -1 if none.
+int find_param(const ParamTable& table, const char* name) {
+  for (size_t i = 0; i < table.size(); ++i)
+    if (std::strcmp(table[i].name, name) == 0) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
+
+Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what) {
+  if (!pv.table) return Status::fail(ErrorKind::Other, "apply_params: parameter values have no table");
+  const ParamTable& table = *pv.table;
+  ParamValues fb;  // the values with fallbacks resolved, only if a table uses fallbacks
+  const ParamValues* src = &pv;
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (!table[i].fallback || pv.given[i]) continue;
+    const int f = find_param(table, table[i].fallback);
+    if (f < 0 || !pv.given[f]) continue;
+    if (src == &pv) {
+      fb = pv;
+      src = &fb;
+    }
+    fb.value[i] = pv.value[f];
+    fb.loc[i] = pv.loc[f];
+  }
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ParamBinding& b = table[i].bind;
+    if (!b) continue;
+    if (*b.owner != type)
+      return Status::fail(ErrorKind::Other, fmt::format("apply_params: parameter {} is bound to another struct",
+                                                        table[i].name));
+    if (Status st = b.set(obj, *src, static_cast<int>(i), what); !st) return st;
+  }
+  return {};
+}
+
+ParamValues read_params(const ParamTable& table, const void* obj, const std::type_info& type) {
+  ParamValues pv = default_params(table);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ParamBinding& b = table[i].bind;
+    if (!b || *b.owner != type) continue;
+    b.get(obj, pv, static_cast<int>(i));
+    pv.given[i] = 1;
+  }
+  return pv;
+}
+
+Status set_param(const ParamTable& table, void* obj, const std::type_info& type, const std::string& name,
+                 const ValueExpr& value, const Scope& scope, const char* what) {
+  ParamValues pv = read_params(table, obj, type);
+  const int i = pv.index_of(name);
+  if (i >= 0)
+    for (size_t j = 0; j < table.size(); ++j)
+      if (table[j].fallback && std::strcmp(table[j].fallback, table[i].name) == 0) pv.given[j] = 0;
+  ParamAssign pa;
+  pa.name = to_lower(name);
+  pa.loc = value.loc;
+  pa.values.push_back(value);
+  if (Status st = assign_params(pv, {pa}, scope, what); !st) return st;
+  return apply_params(pv, obj, type, what);
+}
+
+}  // namespace detail
 }  // namespace anasim

@@ -1,9 +1,13 @@
 // Declarative parameter tables. One table per device (and per model type) drives parsing, defaults,
 // range checks, `anasim devices` help and output metadata.
 #pragma once
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 #include "engine/expr.hpp"
 #include "engine/netlist.hpp"
@@ -16,6 +20,21 @@ namespace anasim {
 // compiled by elaboration into ParamValues::expr (on SPICE lines it runs to the end of the line).
 enum class ParamKind { Real, List, Flag, Text, Expr };
 
+struct ParamValues;
+
+// Where a parameter's value goes: one member of the struct a table is read into (see ParamDecl::bind). The
+// functions are generated from a pointer to member; `owner` is the struct's type, checked by apply_params.
+struct ParamBinding {
+  const std::type_info* owner = nullptr;
+  // Sets the member from value i of pv (integers checked as integers; errors located at pv.loc[i]).
+  Status (*set)(void* obj, const ParamValues& pv, int i, const char* what) = nullptr;
+  // Writes the member into value i of pv (value, text or list).
+  void (*get)(const void* obj, ParamValues& pv, int i) = nullptr;
+  // The address of the member in obj (tests: no member bound twice).
+  const void* (*member)(const void* obj) = nullptr;
+  explicit operator bool() const { return set != nullptr; }
+};
+
 struct ParamSpec {
   const char* name;         // lower-case name as written in netlists
   const char* unit;         // SI unit ("ohm", "F", "V", "" for dimensionless)
@@ -26,11 +45,22 @@ struct ParamSpec {
   ParamKind kind = ParamKind::Real;
   bool min_exclusive = false;  // true: value must be > min (e.g. resistance)
   const char* alias = nullptr; // alternative name accepted by the parser
+  // Text parameters read into an enum: the accepted words, '|'-separated, in the order of the enum's values
+  // 0, 1, ... ("analog|hybrid"); matched ignoring case. nullptr: any text.
+  const char* choices = nullptr;
+  // A parameter left unset takes the value of the parameter named here (rwire_row <- rwire); assigning that
+  // parameter by name (set_param) resets this one to follow it again.
+  const char* fallback = nullptr;
+  ParamBinding bind;        // the struct member the value goes to (apply_params / read_params); may be empty
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 using ParamTable = std::vector<ParamSpec>;
+
+// Word k of spec.choices ("" past the end); the index of `word` in them (ignoring case), -1 if absent.
+std::string choice_word(const ParamSpec& spec, int k);
+int choice_index(const ParamSpec& spec, const std::string& word);
 
 // n values of T, indexed like a parameter table: a view into the storage of the ParamValues that owns it.
 template <class T>
@@ -111,5 +141,133 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
 // Same, with the owner named as "<kind> '<name>'" (built only if a message is produced).
 Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, const Scope& scope,
                      const std::string& kind, const std::string& name);
+
+// One table line with named fields, e.g.
+//   ParamDecl("gmax").unit("S").def(100e-6).above(0).doc("highest programmable conductance")
+//       .bind<&HardwareConfig::gmax>()
+// Defaults: unit "", def 0, range [-inf, inf], Real.
+class ParamDecl {
+ public:
+  explicit ParamDecl(const char* name) : s_{name, "", 0.0, -kInf, kInf, ""} {}
+  ParamDecl& unit(const char* u) { s_.unit = u; return *this; }
+  ParamDecl& def(double v) { s_.def = v; return *this; }
+  ParamDecl& range(double lo, double hi) { s_.min = lo; s_.max = hi; s_.min_exclusive = false; return *this; }
+  ParamDecl& above(double lo, double hi = kInf) { s_.min = lo; s_.max = hi; s_.min_exclusive = true; return *this; }
+  ParamDecl& doc(const char* d) { s_.description = d; return *this; }
+  ParamDecl& kind(ParamKind k) { s_.kind = k; return *this; }
+  ParamDecl& alias(const char* a) { s_.alias = a; return *this; }
+  ParamDecl& choices(const char* c) { s_.kind = ParamKind::Text; s_.choices = c; return *this; }
+  ParamDecl& fallback(const char* other) { s_.fallback = other; return *this; }
+  // The member the value goes to: double, float, int, long, std::uint64_t (integers checked), bool, std::string
+  // (Text), std::vector<double> (List) or an enum (Text with choices()).
+  template <auto Member>
+  ParamDecl& bind();
+  operator ParamSpec() const { return s_; }  // NOLINT: a table line converts implicitly
+
+ private:
+  ParamSpec s_;
+};
+
+// Sets every bound member of obj from pv (pv.table's bindings must belong to T): given values, else the
+// fallback parameter's value if that one is given, else the default. `what` names the owner in messages.
+template <class T>
+Status apply_params(const ParamValues& pv, T& obj, const char* what);
+// Values of a table read back from obj's bound members, every bound one marked given (so that a struct can be
+// modified by name and applied again); unbound parameters keep their defaults, unmarked.
+template <class T>
+ParamValues read_params(const ParamTable& table, const T& obj);
+
+// Sets one parameter of obj by name from text (an expression in `scope`): read back, assign, apply. Parameters
+// whose fallback is `name` follow it again. Errors name `what`.
+template <class T>
+Status set_param(const ParamTable& table, T& obj, const std::string& name, const ValueExpr& value,
+                 const Scope& scope, const char* what);
+
+namespace detail {
+
+Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what);
+ParamValues read_params(const ParamTable& table, const void* obj, const std::type_info& type);
+Status set_param(const ParamTable& table, void* obj, const std::type_info& type, const std::string& name,
+                 const ValueExpr& value, const Scope& scope, const char* what);
+Status integer_error(const ParamValues& pv, int i, const char* what);
+Status choice_error(const ParamValues& pv, int i, const char* what);
+
+template <class M>
+struct MemberTraits;
+template <class C, class V>
+struct MemberTraits<V C::*> {
+  using Class = C;
+  using Value = V;
+};
+
+template <auto Member>
+struct Binder {
+  using T = typename MemberTraits<decltype(Member)>::Class;
+  using V = typename MemberTraits<decltype(Member)>::Value;
+
+  static Status set(void* obj, const ParamValues& pv, int i, const char* what) {
+    V& m = static_cast<T*>(obj)->*Member;
+    if constexpr (std::is_same_v<V, std::string>) {
+      m = pv.text()[i];
+    } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+      m = pv.list()[i];
+    } else if constexpr (std::is_enum_v<V>) {
+      const int k = choice_index((*pv.table)[i], pv.text()[i]);
+      if (k < 0) return choice_error(pv, i, what);
+      m = static_cast<V>(k);
+    } else if constexpr (std::is_same_v<V, bool>) {
+      m = pv.value[i] != 0;
+    } else if constexpr (std::is_integral_v<V>) {
+      const double v = pv.value[i];
+      if (v != std::floor(v)) return integer_error(pv, i, what);
+      m = static_cast<V>(v);
+    } else {
+      static_assert(std::is_floating_point_v<V>, "bind: unsupported member type");
+      m = static_cast<V>(pv.value[i]);
+    }
+    return {};
+  }
+  static void get(const void* obj, ParamValues& pv, int i) {
+    const V& m = static_cast<const T*>(obj)->*Member;
+    if constexpr (std::is_same_v<V, std::string>) {
+      pv.text()[i] = m;
+    } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+      pv.list()[i] = m;
+    } else if constexpr (std::is_enum_v<V>) {
+      pv.text()[i] = choice_word((*pv.table)[i], static_cast<int>(m));
+    } else {
+      pv.value[i] = static_cast<double>(m);
+    }
+  }
+  static const void* member(const void* obj) { return &(static_cast<const T*>(obj)->*Member); }
+};
+
+}  // namespace detail
+
+template <auto Member>
+ParamDecl& ParamDecl::bind() {
+  using B = detail::Binder<Member>;
+  s_.bind.owner = &typeid(typename B::T);
+  s_.bind.set = &B::set;
+  s_.bind.get = &B::get;
+  s_.bind.member = &B::member;
+  return *this;
+}
+
+template <class T>
+Status apply_params(const ParamValues& pv, T& obj, const char* what) {
+  return detail::apply_params(pv, &obj, typeid(T), what);
+}
+
+template <class T>
+ParamValues read_params(const ParamTable& table, const T& obj) {
+  return detail::read_params(table, &obj, typeid(T));
+}
+
+template <class T>
+Status set_param(const ParamTable& table, T& obj, const std::string& name, const ValueExpr& value,
+                 const Scope& scope, const char* what) {
+  return detail::set_param(table, &obj, typeid(T), name, value, scope, what);
+}
 
 }  // namespace anasim

@@ -322,7 +322,7 @@ class SpiceParser {
     append(out_.options, tail.options);
     append(out_.ics, tail.ics);
     append(out_.outputs, tail.outputs);
-    append(out_.extra, tail.extra);
+    append(out_.sections, tail.sections);
     if (!tail.title.empty()) out_.title = std::move(tail.title);  // a .title card in the second half
     // The name indexes now cover only the first half; nothing reads them once the top-level deck is read.
     for (NameIndex* ix : {&top_devices_, &sub_devices_, &models_, &sub_models_, &subckts_}) ix->clear();

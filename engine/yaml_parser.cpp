@@ -1,5 +1,6 @@
 // YAML netlist reader (format in NETLIST_FORMAT.md), built on yaml-cpp. Produces the same ParsedNetlist as
 // the SPICE reader; yaml-cpp's 0-based marks become 1-based SourceLocs carrying the source line text.
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
@@ -63,6 +64,32 @@ const ListSpec kListSpecs[] = {
     {"exp", 2, 6, "v1 v2 [td1 tau1 td2 tau2]"},
     {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
 };
+
+// Levenshtein distance between two short names.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> d(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t prev = d[0];
+    d[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cur = d[j];
+      d[j] = std::min({d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] != b[j - 1])});
+      prev = cur;
+    }
+  }
+  return d[b.size()];
+}
+
+}  // namespace
+
+const std::vector<std::string>& yaml_section_names() {
+  static const std::vector<std::string> names = {"title",   "params", "models",  "subcircuits", "devices",
+                                                 "analyses", "options", "ic", "outputs", "include"};
+  return names;
+}
+
+namespace {
 
 class YamlParser {
  public:
@@ -268,6 +295,11 @@ class YamlParser {
 
   // ---- document --------------------------------------------------------------------------------
 
+  static bool engine_section(const std::string& k) {
+    const auto& names = yaml_section_names();
+    return std::find(names.begin(), names.end(), k) != names.end();
+  }
+
   void document(const YAML::Node& root, bool top, int depth) {
     if (root.IsNull()) {
       if (top) err(file_loc(), "empty YAML netlist; expected a mapping with at least 'devices:'");
@@ -284,7 +316,9 @@ class YamlParser {
       if (too_many_errors()) return;
       SourceLoc kl = loc(e.key_node);
       const std::string& k = e.key;
-      if (k == "title") {
+      if (!engine_section(k)) {
+        other_section(e, kl);
+      } else if (k == "title") {
         if (!e.value.IsScalar() && !e.value.IsNull()) {
           err(loc(e.value, kl), fmt::format("expected a text for 'title', got {}", node_kind(e.value)));
         } else if (top && e.value.IsScalar()) {
@@ -308,13 +342,60 @@ class YamlParser {
         outputs(e.value, kl);
       } else if (k == "include") {
         includes(e.value, kl, depth);
-      } else {
-        ParamAssign pa;  // preserved for other layers (e.g. "hardware:")
-        pa.name = k;
-        pa.loc = kl;
-        out_.extra.push_back(std::move(pa));
       }
     }
+  }
+
+  // A section another layer reads (e.g. "hardware:"): entries kept unevaluated, nested mappings flattened to
+  // "outer.inner" keys, duplicate keys rejected; a section given twice (an include) is an error.
+  void other_section(const Entry& e, const SourceLoc& kl) {
+    // A name close to an engine section is almost certainly a typo ("analysis:" for "analyses:").
+    for (const std::string& k : yaml_section_names())
+      if (edit_distance(e.key, k) <= 2) {
+        err(kl, fmt::format("unknown top-level section '{}'; did you mean '{}'?", e.key, k));
+        return;
+      }
+    for (const ParsedSection& s : out_.sections)
+      if (s.name == e.key) {
+        err(kl, fmt::format("section '{}' given twice (first at {}:{})", e.key, s.loc.file(), s.loc.line));
+        return;
+      }
+    ParsedSection sec;
+    sec.name = e.key;
+    sec.loc = kl;
+    if (e.value.IsMap()) {
+      section_entries(e.value, "", fmt::format("'{}'", e.key), sec.entries);
+    } else if (!e.value.IsNull()) {
+      Entry whole{e.key, e.key_node, e.value};
+      ParamAssign pa;
+      if (param(whole, fmt::format("'{}'", e.key), pa)) {
+        pa.name.clear();
+        sec.entries.push_back(std::move(pa));
+      }
+    }
+    out_.sections.push_back(std::move(sec));
+  }
+
+  void section_entries(const YAML::Node& map, const std::string& prefix, const std::string& what,
+                       std::vector<ParamAssign>& dst) {
+    for (const Entry& e : entries(map, what)) {
+      if (e.value.IsMap() && !is_value_map(e.value)) {
+        section_entries(e.value, prefix + e.key + ".", fmt::format("'{}{}' of {}", prefix, e.key, what), dst);
+        continue;
+      }
+      ParamAssign pa;
+      if (param(e, what, pa)) {
+        pa.name = prefix + e.key;
+        dst.push_back(std::move(pa));
+      }
+    }
+  }
+
+  // A mapping {value: v, tol: t, dist: d} (a value with a tolerance), as opposed to a nested section.
+  static bool is_value_map(const YAML::Node& n) {
+    for (const auto& kv : n)
+      if (kv.first.IsScalar() && to_lower(kv.first.Scalar()) == "value") return true;
+    return false;
   }
 
   void models(const YAML::Node& n, const SourceLoc& where, std::vector<ModelDef>& dst,

@@ -73,26 +73,28 @@ class NnAnalysis : public AnalysisType {
     std::error_code ec;
     if (!fs::is_regular_file(in.model, ec))
       return Status::input(fmt::format("cannot open the model file '{}'", in.model), a.loc[kModel]);
+    // Hardware keys are evaluated in the netlist's top-level scope, as the arguments are.
+    Scope scope;
+    for (const auto& [pname, pvalue] : req.netlist->params) scope.set(pname, pvalue);
     if (a.has(kConfig)) {
       const std::string path = resolve(a, kConfig, req);
       if (!fs::is_regular_file(path, ec))
         return Status::input(fmt::format("cannot open the hardware config '{}'", path), a.loc[kConfig]);
-      if (Status st = load_hardware_config(path, in.cfg); !st) return located(st, a.loc[kConfig]);
+      if (Status st = load_hardware_config(path, in.cfg, &scope); !st) return located(st, a.loc[kConfig]);
       in.hardware = path;
     } else {
-      const ParamAssign* section = nullptr;
-      for (const ParamAssign& e : req.netlist->extra)
-        if (e.name == "hardware") section = &e;
+      const ParsedSection* section = req.netlist->section("hardware");
       if (!section)
         return Status::input(fmt::format("{} analysis needs a hardware mapping: a top-level 'hardware:' section in "
                                          "the netlist (keys as in data/examples/mnist_hw.yaml) or 'config: FILE'",
                                          name),
                              req.loc);
-      if (Status st = load_hardware_config(section->loc.file(), in.cfg); !st) return located(st, section->loc);
+      if (Status st = hardware_from_section(*section, scope, in.cfg); !st) return located(st, section->loc);
       in.hardware = fmt::format("{}: hardware", section->loc.file());
     }
     if (a.has(kMode))
-      if (Status st = set_hardware_param(in.cfg, "mode", a.text()[kMode]); !st) return located(st, a.loc[kMode]);
+      if (Status st = set_hardware_param(in.cfg, "mode", a.text()[kMode], scope); !st)
+        return located(st, a.loc[kMode]);
     if (a.has(kDataset))
       if (Status st = parse_dataset_kind(a.text()[kDataset], in.kind); !st) return located(st, a.loc[kDataset]);
     for (int i : integer_args())

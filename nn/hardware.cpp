@@ -3,25 +3,16 @@
 #include "nn/hardware.hpp"
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 #include "devices/random.hpp"
 #include "devices/registry.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/expr.hpp"
+#include "engine/parse.hpp"
 
 namespace anasim::nn {
 
 namespace {
-
-enum {
-  kGmin, kGmax, kLevels, kVreadMin, kVreadMax, kDacBits, kDacRout, kTileRows, kTileCols, kRwire, kRwireRow,
-  kRwireCol, kRdriver, kRsink, kMode, kAdcBits, kAdcRin, kHeadroom, kCalibPercentile, kCalibSamples, kRectR1,
-  kRectRl, kInvR, kDiodeIs, kDiodeN, kDiodeRs, kSigmaG, kSigmaGAbs, kStuckOn, kStuckOff, kRfTol, kVosSigma,
-  kDacInlSigma, kAdcInlSigma, kReadNoise, kSeed, kNumHw
-};
 
 // Seeds of device parameters are doubles in netlists: keep them below 2^53 (and nonzero).
 std::uint64_t netlist_seed(std::uint64_t s) { return (s & ((std::uint64_t(1) << 52) - 1)) | 1; }
@@ -31,65 +22,6 @@ double normal_draw(std::uint64_t seed, int trial, const std::string& owner, cons
 }
 
 const DeviceType& opamp_type() { return *builtin_catalog().find("opamp"); }
-
-// Copies table values into the struct (after parsing or a sweep assignment).
-void apply(const ParamValues& p, HardwareConfig& c) {
-  c.gmin = p[kGmin];
-  c.gmax = p[kGmax];
-  c.levels = static_cast<int>(p[kLevels]);
-  c.vread_min = p[kVreadMin];
-  c.vread_max = p[kVreadMax];
-  c.dac_bits = static_cast<int>(p[kDacBits]);
-  c.dac_rout = p[kDacRout];
-  c.tile_rows = static_cast<int>(p[kTileRows]);
-  c.tile_cols = static_cast<int>(p[kTileCols]);
-  c.rwire_row = p.has(kRwireRow) ? p[kRwireRow] : p[kRwire];
-  c.rwire_col = p.has(kRwireCol) ? p[kRwireCol] : p[kRwire];
-  c.rdriver = p[kRdriver];
-  c.rsink = p[kRsink];
-  c.mode = p.text()[kMode] == "hybrid" ? MappingMode::Hybrid : MappingMode::Analog;
-  c.adc_bits = static_cast<int>(p[kAdcBits]);
-  c.adc_rin = p[kAdcRin];
-  c.headroom = p[kHeadroom];
-  c.calib_percentile = p[kCalibPercentile];
-  c.calib_samples = static_cast<int>(p[kCalibSamples]);
-  c.rect_r1 = p[kRectR1];
-  c.rect_rl = p[kRectRl];
-  c.inv_r = p[kInvR];
-  c.diode_is = p[kDiodeIs];
-  c.diode_n = p[kDiodeN];
-  c.diode_rs = p[kDiodeRs];
-  c.sigma_g = p[kSigmaG];
-  c.sigma_g_abs = p[kSigmaGAbs];
-  c.stuck_on = p[kStuckOn];
-  c.stuck_off = p[kStuckOff];
-  c.rf_tol = p[kRfTol];
-  c.vos_sigma = p[kVosSigma];
-  c.dac_inl_sigma = p[kDacInlSigma];
-  c.adc_inl_sigma = p[kAdcInlSigma];
-  c.read_noise = p[kReadNoise];
-  c.seed = static_cast<std::uint64_t>(p[kSeed]);
-}
-
-// Table values from the struct (so a parsed config can be modified by name and re-applied).
-ParamValues values_of(const HardwareConfig& c) {
-  ParamValues p = default_params(hardware_params());
-  auto set = [&p](int i, double v) { p.value[i] = v; };
-  set(kGmin, c.gmin); set(kGmax, c.gmax); set(kLevels, c.levels); set(kVreadMin, c.vread_min);
-  set(kVreadMax, c.vread_max); set(kDacBits, c.dac_bits); set(kDacRout, c.dac_rout); set(kTileRows, c.tile_rows);
-  set(kTileCols, c.tile_cols); set(kRwireRow, c.rwire_row); set(kRwireCol, c.rwire_col);
-  p.given[kRwireRow] = p.given[kRwireCol] = 1;
-  set(kRdriver, c.rdriver); set(kRsink, c.rsink);
-  p.text()[kMode] = mode_name(c.mode);
-  set(kAdcBits, c.adc_bits); set(kAdcRin, c.adc_rin); set(kHeadroom, c.headroom);
-  set(kCalibPercentile, c.calib_percentile); set(kCalibSamples, c.calib_samples); set(kRectR1, c.rect_r1);
-  set(kRectRl, c.rect_rl); set(kInvR, c.inv_r); set(kDiodeIs, c.diode_is); set(kDiodeN, c.diode_n);
-  set(kDiodeRs, c.diode_rs); set(kSigmaG, c.sigma_g); set(kSigmaGAbs, c.sigma_g_abs); set(kStuckOn, c.stuck_on);
-  set(kStuckOff, c.stuck_off); set(kRfTol, c.rf_tol); set(kVosSigma, c.vos_sigma);
-  set(kDacInlSigma, c.dac_inl_sigma); set(kAdcInlSigma, c.adc_inl_sigma); set(kReadNoise, c.read_noise);
-  set(kSeed, static_cast<double>(c.seed));
-  return p;
-}
 
 Status resolve_part(HardwareConfig& c, const SourceLoc& loc) {
   c.opamp_model = default_params(opamp_type().model_params);
@@ -101,14 +33,32 @@ Status resolve_part(HardwareConfig& c, const SourceLoc& loc) {
   return {};
 }
 
-// Checks relations the table ranges cannot express.
-Status check(const HardwareConfig& c) {
-  if (!(c.gmax > c.gmin)) return Status::input(fmt::format("hardware: gmax ({}) must exceed gmin ({})", c.gmax, c.gmin));
+// Where parameter `name` was given in p (an unlocated loc without p or if it was not given).
+SourceLoc given_at(const ParamValues* p, const char* name) {
+  if (!p) return {};
+  const int i = p->index_of(name);
+  return i >= 0 && p->has(i) ? p->loc[i] : SourceLoc{};
+}
+
+// The location of the first of `names` given in p.
+SourceLoc given_at(const ParamValues* p, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (SourceLoc l = given_at(p, n); l.valid() || !l.file().empty()) return l;
+  return {};
+}
+
+// Checks relations the table ranges cannot express; errors located at the offending key when `p` (the parsed
+// values) says where it was written.
+Status check(const HardwareConfig& c, const ParamValues* p = nullptr) {
+  if (!(c.gmax > c.gmin))
+    return Status::input(fmt::format("hardware: gmax ({}) must exceed gmin ({})", c.gmax, c.gmin),
+                         given_at(p, {"gmax", "gmin"}));
   if (!(c.vread_max > c.vread_min))
-    return Status::input(fmt::format("hardware: vread_max ({}) must exceed vread_min ({})", c.vread_max, c.vread_min));
-  if (c.levels == 1) return Status::input("hardware: levels must be 0 (analog) or at least 2");
-  if (c.stuck_on + c.stuck_off > 1) return Status::input("hardware: stuck_on + stuck_off must not exceed 1");
-  if (c.tile_rows < 2) return Status::input("hardware: tile_rows must be at least 2 (one differential row pair)");
+    return Status::input(fmt::format("hardware: vread_max ({}) must exceed vread_min ({})", c.vread_max, c.vread_min),
+                         given_at(p, {"vread_max", "vread_min"}));
+  if (c.levels == 1) return Status::input("hardware: levels must be 0 (analog) or at least 2", given_at(p, "levels"));
+  if (c.stuck_on + c.stuck_off > 1)
+    return Status::input("hardware: stuck_on + stuck_off must not exceed 1", given_at(p, {"stuck_off", "stuck_on"}));
   double vhi, vlo;
   opamp_swing(c, vhi, vlo);
   if (!(vhi > 0 && vlo < 0))
@@ -118,71 +68,76 @@ Status check(const HardwareConfig& c) {
   return {};
 }
 
-// ---- YAML ----
-
-struct YamlText {
-  const SourceFile* src = nullptr;  // the registered text
-  SourceLoc loc(const YAML::Mark& m) const {
-    if (m.is_null() || m.line < 0) return SourceLoc(src, 0, 0);
-    return SourceLoc(src, m.line + 1, m.column + 1);
+// Top-level params of a parsed file, evaluated in order on top of `scope`.
+Status evaluate_params(const std::vector<ParamAssign>& params, Scope& scope) {
+  for (const ParamAssign& pa : params) {
+    if (pa.values.size() != 1) return Status::input(fmt::format("parameter {} takes a single value", pa.name), pa.loc);
+    double v = 0;
+    if (Status st = evaluate_expr(pa.values[0].text, pa.values[0].loc, scope, v); !st) return st;
+    scope.set(pa.name, v);
   }
-};
-
-Status scalar_assign(const YamlText& yt, const std::string& key, const YAML::Node& k, const YAML::Node& v,
-                     ParamAssign& pa) {
-  pa.name = to_lower(key);
-  pa.loc = yt.loc(k.Mark());
-  if (!v.IsScalar())
-    return Status::input(fmt::format("hardware: expected a value for '{}'", key), yt.loc(v.Mark()));
-  ValueExpr e;
-  e.text = v.Scalar();
-  e.loc = yt.loc(v.Mark());
-  pa.values.push_back(std::move(e));
   return {};
 }
 
 }  // namespace
 
+// One line per `hardware:` key; the struct member each sets is bound here (test_param.cpp checks every line
+// against HardwareConfig). The tile size's lower bound 2 is one differential row pair.
 const ParamTable& hardware_params() {
+  using H = HardwareConfig;
+  using P = ParamDecl;
   static const ParamTable t = {
-      {"gmin", "S", 1e-6, 0, kInf, "lowest programmable conductance"},
-      {"gmax", "S", 100e-6, 0, kInf, "highest programmable conductance", ParamKind::Real, true},
-      {"levels", "", 0, 0, 1e6, "conductance levels in [gmin, gmax] (0 = analog)"},
-      {"vread_min", "V", 0, -10, 10, "row voltage of input 0 (DAC code 0)"},
-      {"vread_max", "V", 0.2, -10, 10, "row voltage of input 1 (DAC full scale) and of the bias rows"},
-      {"dac_bits", "", 8, 1, 24, "DAC resolution"},
-      {"dac_rout", "ohm", 0, 0, kInf, "DAC output resistance"},
-      {"tile_rows", "", 256, 2, 1e6, "physical rows per crossbar tile (at most)"},
-      {"tile_cols", "", 256, 1, 1e6, "columns per crossbar tile (at most)"},
-      {"rwire", "ohm", 1, 0, kInf, "wire resistance per segment, rows and columns"},
-      {"rwire_row", "ohm", 1, 0, kInf, "row wire resistance per segment (overrides rwire)"},
-      {"rwire_col", "ohm", 1, 0, kInf, "column wire resistance per segment (overrides rwire)"},
-      {"rdriver", "ohm", 10, 0, kInf, "row driver resistance (in each tile)"},
-      {"rsink", "ohm", 10, 0, kInf, "column sink resistance (in each tile)"},
-      {"mode", "", 0, 0, 0, "analog (precision-rectifier ReLU) or hybrid (ADC -> digital ReLU -> DAC)",
-       ParamKind::Text},
-      {"adc_bits", "", 8, 1, 30, "ADC resolution"},
-      {"adc_rin", "ohm", 1e9, 0, kInf, "ADC input resistance", ParamKind::Real, true},
-      {"headroom", "", 0.5, 0, 1, "calibrated |pre-activation| percentile -> this fraction of the op-amp swing",
-       ParamKind::Real, true},
-      {"calib_percentile", "%", 99.9, 0, 100, "calibration percentile of |pre-activation|", ParamKind::Real, true},
-      {"calib_samples", "", 2000, 1, 1e9, "training images used for calibration"},
-      {"rect_r1", "ohm", 10e3, 0, kInf, "rectifier input resistor", ParamKind::Real, true},
-      {"rect_rl", "ohm", 100e3, 0, kInf, "rectifier output load to ground", ParamKind::Real, true},
-      {"inv_r", "ohm", 10e3, 0, kInf, "inverter input and feedback resistors", ParamKind::Real, true},
-      {"diode_is", "A", 1e-14, 0, kInf, "rectifier diode saturation current", ParamKind::Real, true},
-      {"diode_n", "", 1, 0, kInf, "rectifier diode emission coefficient", ParamKind::Real, true},
-      {"diode_rs", "ohm", 0, 0, kInf, "rectifier diode series resistance"},
-      {"sigma_g", "", 0, 0, 10, "relative conductance programming variation (std)"},
-      {"sigma_g_abs", "S", 0, 0, kInf, "absolute conductance programming variation (std)"},
-      {"stuck_on", "", 0, 0, 1, "fraction of cells stuck at gmax"},
-      {"stuck_off", "", 0, 0, 1, "fraction of cells stuck at gmin"},
-      {"rf_tol", "", 0, 0, 0.5, "relative std of every periphery resistor (TIA feedback, rectifier, inverter)"},
-      {"vos_sigma", "V", 0, 0, kInf, "op-amp offset voltage std (added to the part's vos)"},
-      {"dac_inl_sigma", "LSB", 0, 0, kInf, "random per-code DAC INL (std)"},
-      {"adc_inl_sigma", "LSB", 0, 0, kInf, "random per-code ADC INL (std of the code thresholds)"},
-      {"read_noise", "A", 0, 0, kInf, "noise current at every TIA summing node, per sample (std)"},
-      {"seed", "", 1, 0, 9007199254740992.0, "seed of the static mismatch draws (nn eval)"},
+      P("gmin").unit("S").def(1e-6).range(0, kInf).doc("lowest programmable conductance").bind<&H::gmin>(),
+      P("gmax").unit("S").def(100e-6).above(0).doc("highest programmable conductance").bind<&H::gmax>(),
+      P("levels").def(0).range(0, 1e6).doc("conductance levels in [gmin, gmax] (0 = analog)").bind<&H::levels>(),
+      P("vread_min").unit("V").def(0).range(-10, 10).doc("row voltage of input 0 (DAC code 0)")
+          .bind<&H::vread_min>(),
+      P("vread_max").unit("V").def(0.2).range(-10, 10)
+          .doc("row voltage of input 1 (DAC full scale) and of the bias rows").bind<&H::vread_max>(),
+      P("dac_bits").def(8).range(1, 24).doc("DAC resolution").bind<&H::dac_bits>(),
+      P("dac_rout").unit("ohm").def(0).range(0, kInf).doc("DAC output resistance").bind<&H::dac_rout>(),
+      P("tile_rows").def(256).range(2, 1e6).doc("physical rows per crossbar tile (at most)").bind<&H::tile_rows>(),
+      P("tile_cols").def(256).range(1, 1e6).doc("columns per crossbar tile (at most)").bind<&H::tile_cols>(),
+      P("rwire").unit("ohm").def(1).range(0, kInf).doc("wire resistance per segment, rows and columns"),
+      P("rwire_row").unit("ohm").def(1).range(0, kInf).fallback("rwire")
+          .doc("row wire resistance per segment (overrides rwire)").bind<&H::rwire_row>(),
+      P("rwire_col").unit("ohm").def(1).range(0, kInf).fallback("rwire")
+          .doc("column wire resistance per segment (overrides rwire)").bind<&H::rwire_col>(),
+      P("rdriver").unit("ohm").def(10).range(0, kInf).doc("row driver resistance (in each tile)").bind<&H::rdriver>(),
+      P("rsink").unit("ohm").def(10).range(0, kInf).doc("column sink resistance (in each tile)").bind<&H::rsink>(),
+      P("mode").choices("analog|hybrid").def(0)
+          .doc("analog (precision-rectifier ReLU) or hybrid (ADC -> digital ReLU -> DAC)").bind<&H::mode>(),
+      P("adc_bits").def(8).range(1, 30).doc("ADC resolution").bind<&H::adc_bits>(),
+      P("adc_rin").unit("ohm").def(1e9).above(0).doc("ADC input resistance").bind<&H::adc_rin>(),
+      P("headroom").def(0.5).above(0, 1)
+          .doc("calibrated |pre-activation| percentile -> this fraction of the op-amp swing").bind<&H::headroom>(),
+      P("calib_percentile").unit("%").def(99.9).above(0, 100).doc("calibration percentile of |pre-activation|")
+          .bind<&H::calib_percentile>(),
+      P("calib_samples").def(2000).range(1, 1e9).doc("training images used for calibration")
+          .bind<&H::calib_samples>(),
+      P("rect_r1").unit("ohm").def(10e3).above(0).doc("rectifier input resistor").bind<&H::rect_r1>(),
+      P("rect_rl").unit("ohm").def(100e3).above(0).doc("rectifier output load to ground").bind<&H::rect_rl>(),
+      P("inv_r").unit("ohm").def(10e3).above(0).doc("inverter input and feedback resistors").bind<&H::inv_r>(),
+      P("diode_is").unit("A").def(1e-14).above(0).doc("rectifier diode saturation current").bind<&H::diode_is>(),
+      P("diode_n").def(1).above(0).doc("rectifier diode emission coefficient").bind<&H::diode_n>(),
+      P("diode_rs").unit("ohm").def(0).range(0, kInf).doc("rectifier diode series resistance").bind<&H::diode_rs>(),
+      P("sigma_g").def(0).range(0, 10).doc("relative conductance programming variation (std)").bind<&H::sigma_g>(),
+      P("sigma_g_abs").unit("S").def(0).range(0, kInf).doc("absolute conductance programming variation (std)")
+          .bind<&H::sigma_g_abs>(),
+      P("stuck_on").def(0).range(0, 1).doc("fraction of cells stuck at gmax").bind<&H::stuck_on>(),
+      P("stuck_off").def(0).range(0, 1).doc("fraction of cells stuck at gmin").bind<&H::stuck_off>(),
+      P("rf_tol").def(0).range(0, 0.5)
+          .doc("relative std of every periphery resistor (TIA feedback, rectifier, inverter)").bind<&H::rf_tol>(),
+      P("vos_sigma").unit("V").def(0).range(0, kInf).doc("op-amp offset voltage std (added to the part's vos)")
+          .bind<&H::vos_sigma>(),
+      P("dac_inl_sigma").unit("LSB").def(0).range(0, kInf).doc("random per-code DAC INL (std)")
+          .bind<&H::dac_inl_sigma>(),
+      P("adc_inl_sigma").unit("LSB").def(0).range(0, kInf).doc("random per-code ADC INL (std of the code thresholds)")
+          .bind<&H::adc_inl_sigma>(),
+      P("read_noise").unit("A").def(0).range(0, kInf).doc("noise current at every TIA summing node, per sample (std)")
+          .bind<&H::read_noise>(),
+      P("seed").def(1).range(0, 9007199254740992.0).doc("seed of the static mismatch draws (nn eval)")
+          .bind<&H::seed>(),
   };
   return t;
 }
@@ -208,96 +163,80 @@ void opamp_swing(const HardwareConfig& cfg, double& vhi, double& vlo) {
   vlo = opamp_param(cfg, "vneg") + opamp_param(cfg, "headroom_lo");
 }
 
-Status parse_hardware_config(const std::string& text, const std::string& pseudo_name, HardwareConfig& cfg) {
+Status hardware_from_section(const ParsedSection& sec, const Scope& scope, HardwareConfig& cfg) {
   cfg = default_hardware_config();
-  YamlText yt;
-  yt.src = SourceFile::add(pseudo_name, text);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::input(fmt::format("hardware config: {}", e.msg), yt.loc(e.mark));
-  }
-  const SourceLoc file_loc(yt.src, 0, 0);  // the config as a whole
-  if (!root.IsMap()) return Status::input("hardware config: expected a YAML mapping", file_loc);
-  YAML::Node hw = root["hardware"];
-  if (!hw.IsDefined()) hw = root;
-  else if (!hw.IsMap())
-    return Status::input("expected 'hardware' to be a mapping of parameter: value", yt.loc(hw.Mark()));
-
   std::vector<ParamAssign> assigns, op_assigns;
   Status st;
-  try {
-    for (auto it = hw.begin(); it != hw.end(); ++it) {
-      const std::string key = to_lower(it->first.as<std::string>());
-      if (key == "opamp") {
-        // A copy (a node is a handle): it->second lives in the iterator's proxy, a temporary of this statement.
-        const YAML::Node om = it->second;
-        if (!om.IsMap()) {
-          st.merge(Status::input("expected 'opamp' to be a mapping {model: part, parameter: value}",
-                                 yt.loc(om.Mark())));
-          continue;
-        }
-        for (auto jt = om.begin(); jt != om.end(); ++jt) {
-          const std::string ok = to_lower(jt->first.as<std::string>());
-          if (ok == "model") {
-            if (!jt->second.IsScalar()) {
-              st.merge(Status::input("expected a part name for opamp model", yt.loc(jt->second.Mark())));
-              continue;
-            }
-            cfg.opamp_part = to_lower(jt->second.Scalar());
-            if (Status s = resolve_part(cfg, yt.loc(jt->second.Mark())); !s) st.merge(s);
-            continue;
-          }
-          ParamAssign pa;
-          if (Status s = scalar_assign(yt, ok, jt->first, jt->second, pa); !s) st.merge(s);
-          else op_assigns.push_back(std::move(pa));
-        }
+  for (const ParamAssign& e : sec.entries) {
+    if (e.name.empty()) {
+      st.merge(Status::input(fmt::format("expected '{}' to be a mapping of parameter: value", sec.name), e.loc));
+      continue;
+    }
+    if (e.name == "opamp") {
+      st.merge(Status::input("expected 'opamp' to be a mapping {model: part, parameter: value}", e.values.empty() ? e.loc : e.values[0].loc));
+      continue;
+    }
+    if (!e.tol.text.empty()) {
+      st.merge(Status::input(fmt::format("hardware: '{}' takes no tolerance (mismatch: sigma_g, rf_tol, vos_sigma, ...)",
+                                         e.name), e.tol.loc));
+      continue;
+    }
+    if (e.name.rfind("opamp.", 0) == 0) {
+      ParamAssign pa = e;
+      pa.name = e.name.substr(6);
+      if (pa.name != "model") {
+        op_assigns.push_back(std::move(pa));
         continue;
       }
-      ParamAssign pa;
-      if (Status s = scalar_assign(yt, key, it->first, it->second, pa); !s) st.merge(s);
-      else assigns.push_back(std::move(pa));
+      if (e.values.size() != 1) {
+        st.merge(Status::input("expected a part name for opamp model", e.loc));
+        continue;
+      }
+      cfg.opamp_part = to_lower(e.values[0].text);
+      if (Status s = resolve_part(cfg, e.values[0].loc); !s) st.merge(s);
+      continue;
     }
-  } catch (const YAML::Exception& e) {
-    return Status::input(fmt::format("hardware config: {}", e.msg), yt.loc(e.mark));
+    assigns.push_back(e);
   }
   if (!st) return st;
   ParamValues p = default_params(hardware_params());
-  p.text()[kMode] = "analog";
-  const Scope scope;
   if (Status s = assign_params(p, assigns, scope, "hardware"); !s) return s;
-  const std::string mode = to_lower(p.text()[kMode]);
-  if (mode != "analog" && mode != "hybrid")
-    return Status::input(fmt::format("hardware: mode must be analog or hybrid, got '{}'", p.text()[kMode]), p.loc[kMode]);
-  p.text()[kMode] = mode;
-  for (int i : {kLevels, kDacBits, kTileRows, kTileCols, kAdcBits, kCalibSamples, kSeed})
-    if (p[i] != std::floor(p[i]))
-      return Status::input(fmt::format("hardware: {} must be an integer, got {}", hardware_params()[i].name, p[i]),
-                           p.loc[i]);
-  apply(p, cfg);
+  if (Status s = apply_params(p, cfg, "hardware"); !s) return s;
   if (Status s = assign_params(cfg.opamp_inst, op_assigns, scope, "hardware opamp"); !s) return s;
-  return check(cfg);
+  return check(cfg, &p);
 }
 
-Status load_hardware_config(const std::string& path, HardwareConfig& cfg) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const SourceLoc l = SourceLoc::whole(path);
-    return Status::input("cannot open the hardware config", l);
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_hardware_config(ss.str(), path, cfg);
+Status parse_hardware_config(const std::string& text, const std::string& pseudo_name, HardwareConfig& cfg,
+                             const Scope* parent) {
+  ParsedNetlist pn;
+  if (Status st = parse_yaml_string(text, pseudo_name, builtin_catalog(), pn); !st) return st;
+  Scope scope(parent);
+  if (Status st = evaluate_params(pn.params, scope); !st) return st;
+  if (const ParsedSection* hw = pn.section("hardware")) return hardware_from_section(*hw, scope, cfg);
+  // A file of bare keys (no hardware: section): every other section is a key, a mapping one (opamp:) a prefix.
+  ParsedSection whole;
+  whole.name = "hardware";
+  for (const ParsedSection& s : pn.sections)
+    for (ParamAssign e : s.entries) {
+      e.name = e.name.empty() ? s.name : s.name + "." + e.name;
+      if (e.name == s.name && !e.loc.valid()) e.loc = s.loc;
+      whole.entries.push_back(std::move(e));
+    }
+  return hardware_from_section(whole, scope, cfg);
 }
 
-Status set_hardware_param(HardwareConfig& cfg, const std::string& name_in, const std::string& value) {
+Status load_hardware_config(const std::string& path, HardwareConfig& cfg, const Scope* parent) {
+  std::string text, why;
+  if (!detail::read_text_file(path, text, why))
+    return Status::input(fmt::format("cannot open the hardware config: {}", why), SourceLoc::whole(path));
+  return parse_hardware_config(text, path, cfg, parent);
+}
+
+Status set_hardware_param(HardwareConfig& cfg, const std::string& name_in, const std::string& value,
+                          const Scope& scope) {
   const std::string name = to_lower(name_in);
-  ParamAssign pa;
   ValueExpr e;
   e.text = value;
-  pa.values.push_back(e);
-  const Scope scope;
   if (name.rfind("opamp.", 0) == 0) {
     const std::string sub = name.substr(6);
     if (sub == "model") {
@@ -305,19 +244,13 @@ Status set_hardware_param(HardwareConfig& cfg, const std::string& name_in, const
       if (Status s = resolve_part(cfg, {}); !s) return s;
       return check(cfg);
     }
+    ParamAssign pa;
     pa.name = sub;
+    pa.values.push_back(e);
     if (Status s = assign_params(cfg.opamp_inst, {pa}, scope, "hardware opamp"); !s) return s;
     return check(cfg);
   }
-  ParamValues p = values_of(cfg);
-  pa.name = name;
-  if (name == "rwire") p.given[kRwireRow] = p.given[kRwireCol] = 0;
-  if (Status s = assign_params(p, {pa}, scope, "hardware"); !s) return s;
-  const std::string mode = to_lower(p.text()[kMode]);
-  if (mode != "analog" && mode != "hybrid")
-    return Status::input(fmt::format("hardware: mode must be analog or hybrid, got '{}'", value));
-  p.text()[kMode] = mode;
-  apply(p, cfg);
+  if (Status s = set_param(hardware_params(), cfg, name, e, scope, "hardware"); !s) return s;
   return check(cfg);
 }
 

@@ -34,7 +34,8 @@ namespace anasim::nn {
 
 enum class MappingMode { Analog, Hybrid };
 
-// The parameter table of the `hardware:` section (names, units, defaults, ranges, descriptions).
+// The parameter table of the `hardware:` section: names, units, defaults, ranges, descriptions and the
+// HardwareConfig member each key sets (one line per key; adding a key is that line plus the member).
 const ParamTable& hardware_params();
 
 struct HardwareConfig {
@@ -88,14 +89,22 @@ struct HardwareConfig {
 // A config with every default (op-amp part resolved).
 HardwareConfig default_hardware_config();
 
-// Reads a YAML file: its `hardware:` section, or the whole file when it has none. Keys are the table names;
-// `opamp:` is a sub-map {model: <part>, <op-amp parameter>: value, ...}. Values take SPICE suffixes. Errors are
-// located (file:line:col) Input errors.
-Status load_hardware_config(const std::string& path, HardwareConfig& cfg);
-Status parse_hardware_config(const std::string& yaml_text, const std::string& pseudo_name, HardwareConfig& cfg);
+// Reads a `hardware:` section as the engine's netlist reader keeps it (ParsedSection, parse tree of the
+// netlist): keys are the table names; `opamp:` is a sub-map {model: <part>, <op-amp parameter>: value, ...}
+// (entries "opamp.model", "opamp.<name>"). Values are expressions in `scope` (the netlist's top-level params:
+// `gmax: "{gmax_p}"`) and take SPICE suffixes. Errors are located (file:line:col) Input errors.
+Status hardware_from_section(const ParsedSection& section, const Scope& scope, HardwareConfig& cfg);
 
-// Sets one parameter from text: a table name ("sigma_g", "mode"), or "opamp.<name>" / "opamp.model".
-Status set_hardware_param(HardwareConfig& cfg, const std::string& name, const std::string& value);
+// Reads a YAML file through the engine's netlist reader (parse_yaml): its `hardware:` section, or the whole
+// file when it has none, with the file's own `params:` evaluated on top of `parent` (may be null).
+Status load_hardware_config(const std::string& path, HardwareConfig& cfg, const Scope* parent = nullptr);
+Status parse_hardware_config(const std::string& yaml_text, const std::string& pseudo_name, HardwareConfig& cfg,
+                             const Scope* parent = nullptr);
+
+// Sets one parameter from text (an expression in `scope`): a table name ("sigma_g", "mode"), or
+// "opamp.<name>" / "opamp.model".
+Status set_hardware_param(HardwareConfig& cfg, const std::string& name, const std::string& value,
+                          const Scope& scope = Scope());
 
 // An op-amp parameter as the device sees it (instance override, else the part's value), by table name.
 double opamp_param(const HardwareConfig& cfg, const char* name);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
+#include "engine/elaborate.hpp"
 #include "engine/newton.hpp"
 #include "engine/parse.hpp"
 #include "nn/fast_eval.hpp"
@@ -114,6 +115,66 @@ TEST_CASE("nn mapping: hardware config defaults, YAML and errors") {
     REQUIRE(set_hardware_param(c, "opamp.vos", "1m").ok());
     CHECK(opamp_param(c, "vos") == doctest::Approx(1e-3));
     CHECK(!set_hardware_param(c, "nosuch", "1").ok());
+  }
+}
+
+TEST_CASE("nn mapping: the hardware section is read by the netlist reader, in the netlist's scope") {
+  // Parses and elaborates a netlist with one resistor and `hw` as its hardware: section, then reads the section.
+  auto read = [](const std::string& hw, HardwareConfig& c) {
+    const std::string text = "title: x\nparams:\n  g_hi: 50u\n  n: 4\ndevices:\n"
+                             "  - {name: r1, type: r, nodes: [a, 0], r: 1k}\nhardware:\n" + hw;
+    ParsedNetlist pn;
+    if (Status st = parse_yaml_string(text, "net.yaml", builtin_catalog(), pn); !st) return st;
+    FlatNetlist fn;
+    if (Status st = elaborate(pn, builtin_catalog(), fn); !st) return st;
+    Scope scope;
+    for (const auto& [name, v] : fn.params) scope.set(name, v);
+    const ParsedSection* sec = fn.section("hardware");
+    REQUIRE(sec != nullptr);
+    return hardware_from_section(*sec, scope, c);
+  };
+  HardwareConfig c;
+  SUBCASE("params: values in hardware keys and op-amp overrides") {
+    const Status st = read("  gmax: g_hi\n  levels: n*2\n  seed: '{n + 1}'\n  opamp: {model: ua741, a0: 2*n*1k}\n", c);
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    CHECK(c.gmax == doctest::Approx(50e-6));
+    CHECK(c.levels == 8);
+    CHECK(c.seed == 5);
+    CHECK(opamp_param(c, "a0") == 8000);
+  }
+  SUBCASE("a bad key, a bad value and a bad relation are located") {
+    Status st = read("  gmin: 1u\n  gmaxx: 2u\n", c);
+    CHECK(contains(st.to_string(), "net.yaml:9:3"));
+    CHECK(contains(st.to_string(), "unknown parameter 'gmaxx'"));
+    st = read("  levels: n/8\n", c);
+    CHECK(contains(st.to_string(), "net.yaml:8:3"));
+    CHECK(contains(st.to_string(), "levels must be an integer, got 0.5"));
+    st = read("  gmin: 2u\n  gmax: 1u\n", c);
+    CHECK(contains(st.to_string(), "net.yaml:9:3"));
+    CHECK(contains(st.to_string(), "gmax (1e-06) must exceed gmin"));
+    st = read("  mode: digital\n", c);
+    CHECK(contains(st.to_string(), "net.yaml:8:9"));
+    CHECK(contains(st.to_string(), "mode must be analog or hybrid, got 'digital'"));
+    st = read("  gmin: nosuch\n", c);
+    CHECK(contains(st.to_string(), "net.yaml:8:9"));
+  }
+  SUBCASE("duplicate keys are rejected as elsewhere in the netlist") {
+    Status st = read("  gmin: 1u\n  gmin: 2u\n", c);
+    CHECK(contains(st.to_string(), "net.yaml:9:3"));
+    CHECK(contains(st.to_string(), "duplicate key 'gmin' in 'hardware' (first at line 8)"));
+    st = read("  opamp: {model: ua741, a0: 1, a0: 2}\n", c);
+    CHECK(contains(st.to_string(), "duplicate key 'a0'"));
+  }
+  SUBCASE("a config file's own params: on top of the netlist's scope") {
+    Scope outer;
+    outer.set("g_top", 80e-6);
+    const Status st = parse_hardware_config("params:\n  g_lo: 2u\nhardware:\n  gmin: g_lo\n  gmax: g_top\n",
+                                            "hw.yaml", c, &outer);
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    CHECK(c.gmin == doctest::Approx(2e-6));
+    CHECK(c.gmax == doctest::Approx(80e-6));
   }
 }
 

@@ -129,10 +129,9 @@ TEST_CASE("yaml parser: the documented example") {
   CHECK(pn.ics[0].name == "out");
   CHECK(values(&pn.ics[0]) == "0.5");
   CHECK(pn.outputs == std::vector<std::string>{"v(out)", "i(v1)"});
-  REQUIRE(pn.extra.size() == 1);
-  CHECK(pn.extra[0].name == "hardware");
-  CHECK(pn.extra[0].values.empty());
-  CHECK(pn.extra[0].loc.line == 26);
+  REQUIRE(pn.sections.size() == 1);
+  CHECK(pn.sections[0].name == "hardware");
+  CHECK(pn.sections[0].loc.line == 26);
 }
 
 TEST_CASE("yaml parser: block style, long type names, ac with phase, flat dc sweep") {

@@ -1,0 +1,188 @@
+// Tests for engine/param.cpp: the declared parameter tables against the structs they are bound to (every line
+// bound to its own member, defaults equal on both sides, names unique, set and read back), the generic
+// apply/read-back with its integer, choice and fallback rules.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+#include "engine/param.hpp"
+#include "devices/adc.hpp"
+#include "devices/crossbar.hpp"
+#include "devices/dac.hpp"
+#include "nn/hardware.hpp"
+#include "tests/test_support.hpp"
+
+using namespace anasim;
+using test_support::contains;
+
+namespace {
+
+// A value of spec's kind inside its range, different from its default (integers where possible).
+double other_value(const ParamSpec& s) {
+  auto ok = [&](double v) {
+    return v != s.def && (s.min_exclusive ? v > s.min : v >= s.min) && v <= s.max;
+  };
+  if (s.kind == ParamKind::Flag) return s.def != 0 ? 0 : 1;
+  for (double v : {s.def + 1, s.def - 1, s.def * 2, s.def / 2, std::floor((s.min + s.max) / 2), (s.min + s.max) / 2})
+    if (std::isfinite(v) && ok(v)) return v;
+  return s.def;
+}
+
+// The table against struct T (defaults: T's default member initializers): what is wrong, one line each (empty:
+// the table and the struct agree).
+template <class T>
+std::vector<std::string> table_problems(const ParamTable& table) {
+  std::vector<std::string> bad;
+  auto fail = [&](const ParamSpec& s, const std::string& why) { bad.push_back(std::string(s.name) + ": " + why); };
+  const T defaults{};
+  // Names (and aliases) unique.
+  std::set<std::string> names;
+  for (const ParamSpec& s : table) {
+    if (!names.insert(s.name).second) fail(s, "name used twice");
+    if (s.alias && !names.insert(s.alias).second) fail(s, "alias used twice");
+  }
+  // Every line is bound to a member of T, or is the fallback of a bound line (rwire for rwire_row/rwire_col).
+  std::set<const void*> members;
+  for (const ParamSpec& s : table) {
+    if (!s.bind) {
+      bool feeds = false;
+      for (const ParamSpec& o : table) feeds = feeds || (o.fallback && std::strcmp(o.fallback, s.name) == 0);
+      if (!feeds) fail(s, "binds no struct member");
+      continue;
+    }
+    if (*s.bind.owner != typeid(T)) {
+      fail(s, "bound to another struct");
+      return bad;
+    }
+    if (!members.insert(s.bind.member(&defaults)).second) fail(s, "its member is bound twice");
+  }
+  // The table defaults are the struct's.
+  const ParamValues def = default_params(table);
+  const ParamValues read = read_params(table, defaults);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ParamSpec& s = table[i];
+    if (!s.bind) continue;
+    const bool same = s.kind == ParamKind::Text   ? read.text()[i] == def.text()[i]
+                      : s.kind == ParamKind::List ? read.list()[i] == def.list()[i]
+                                                  : read.value[i] == s.def;
+    if (!same) fail(s, "the table's default differs from the struct's");
+  }
+  // Set each member alone through the table and read it back: it changes, nothing else does.
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ParamSpec& s = table[i];
+    if (!s.bind) continue;
+    ParamValues pv = read_params(table, defaults);
+    if (s.kind == ParamKind::Text) pv.text()[i] = s.choices ? choice_word(s, s.def == 0 ? 1 : 0) : "x";
+    else if (s.kind == ParamKind::List) pv.list()[i] = {1, 2};
+    else pv.value[i] = other_value(s);
+    T obj{};
+    if (Status st = apply_params(pv, obj, "test"); !st) {
+      fail(s, "apply: " + st.to_string());
+      continue;
+    }
+    const ParamValues back = read_params(table, obj);
+    for (size_t j = 0; j < table.size(); ++j) {
+      if (!table[j].bind) continue;
+      const ParamValues& want = j == i ? pv : read;
+      const bool same = table[j].kind == ParamKind::Text   ? back.text()[j] == want.text()[j]
+                        : table[j].kind == ParamKind::List ? back.list()[j] == want.list()[j]
+                                                           : back.value[j] == want.value[j];
+      if (!same) fail(s, j == i ? "not read back as set" : std::string("setting it changes ") + table[j].name);
+    }
+  }
+  return bad;
+}
+
+struct Demo {
+  enum class Color { Red, Green };
+  double r = 1e3;
+  int n = 4;
+  std::uint64_t seed = 7;
+  bool on = false;
+  std::string file;
+  Color color = Color::Red;
+  std::vector<double> pts;
+  double lo = 2, hi = 2;
+};
+
+const ParamTable& demo_params() {
+  using P = ParamDecl;
+  static const ParamTable t = {
+      P("r").unit("ohm").def(1e3).above(0).doc("resistance").bind<&Demo::r>(),
+      P("n").def(4).range(1, 100).doc("count").bind<&Demo::n>(),
+      P("seed").def(7).range(0, 1e15).doc("seed").bind<&Demo::seed>(),
+      P("on").kind(ParamKind::Flag).def(0).range(0, 1).doc("switch").bind<&Demo::on>(),
+      P("file").kind(ParamKind::Text).doc("a file").bind<&Demo::file>(),
+      P("color").choices("red|green").doc("a color").bind<&Demo::color>(),
+      P("pts").kind(ParamKind::List).doc("points").bind<&Demo::pts>(),
+      P("both").def(2).doc("lo and hi"),
+      P("lo").def(2).fallback("both").doc("low (overrides both)").bind<&Demo::lo>(),
+      P("hi").def(2).fallback("both").doc("high (overrides both)").bind<&Demo::hi>(),
+  };
+  return t;
+}
+
+ValueExpr text(const char* t) {
+  ValueExpr e;
+  e.text = t;
+  e.loc = SourceLoc(SourceFile::add("demo.yaml", std::string("x: ") + t + "\n"), 1, 4);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("param tables: every table matches the struct it is bound to") {
+  CHECK(table_problems<Demo>(demo_params()) == std::vector<std::string>{});
+  CHECK(table_problems<nn::HardwareConfig>(nn::hardware_params()) == std::vector<std::string>{});
+}
+
+TEST_CASE("param tables: the check fails on a line without a member, a one-sided default, a member bound twice") {
+  ParamTable t = demo_params();
+  t.push_back(ParamDecl("orphan").def(1).doc("no member"));
+  CHECK(table_problems<Demo>(t) == std::vector<std::string>{"orphan: binds no struct member"});
+  t = demo_params();
+  t[0].def = 2e3;  // the table says 2k, the struct 1k
+  CHECK(table_problems<Demo>(t) == std::vector<std::string>{"r: the table's default differs from the struct's"});
+  t = demo_params();
+  t.push_back(ParamDecl("r2").def(1e3).above(0).doc("r again").bind<&Demo::r>());
+  const std::vector<std::string> twice = table_problems<Demo>(t);
+  REQUIRE(!twice.empty());
+  CHECK(twice[0] == "r2: its member is bound twice");
+}
+
+TEST_CASE("param tables: generic apply, read back and set by name") {
+  const ParamTable& t = demo_params();
+  Demo d;
+  const Scope scope;
+  SUBCASE("integers are checked, with the location of the value") {
+    const Status st = set_param(t, d, "n", text("2.5"), scope, "demo");
+    REQUIRE(!st.ok());
+    CHECK(contains(st.to_string(), "demo: n must be an integer, got 2.5"));
+    CHECK(contains(st.to_string(), "demo.yaml:1:4"));
+    CHECK(d.n == 4);
+    REQUIRE(set_param(t, d, "n", text("12"), scope, "demo").ok());
+    CHECK(d.n == 12);
+    REQUIRE(set_param(t, d, "seed", text("123456789012"), scope, "demo").ok());
+    CHECK(d.seed == 123456789012ull);
+  }
+  SUBCASE("enums by word, ignoring case; other words are errors") {
+    REQUIRE(set_param(t, d, "color", text("Green"), scope, "demo").ok());
+    CHECK(d.color == Demo::Color::Green);
+    const Status st = set_param(t, d, "color", text("blue"), scope, "demo");
+    CHECK(contains(st.to_string(), "color must be red or green, got 'blue'"));
+  }
+  SUBCASE("fallbacks: an unset member follows its fallback; assigning the fallback resets it") {
+    REQUIRE(set_param(t, d, "lo", text("5"), scope, "demo").ok());
+    CHECK(d.lo == 5);
+    CHECK(d.hi == 2);
+    REQUIRE(set_param(t, d, "both", text("3"), scope, "demo").ok());
+    CHECK(d.lo == 3);
+    CHECK(d.hi == 3);
+  }
+  SUBCASE("range errors come from the table") {
+    const Status st = set_param(t, d, "r", text("0"), scope, "demo");
+    CHECK(contains(st.to_string(), "must be > 0 ohm"));
+  }
+}
