@@ -80,7 +80,7 @@ class Diode : public Device {
   void init_uic(LoadContext& ctx) override {
     const double vd = ctx.v(ui_) - ctx.v(uk_);
     double q, c;
-    dm::charge(c_, vd, j_, q, c);  // the transit-time part from the current of the last load, as before a solve
+    dm::charge(c_, vd, j_, q, c);  // transit-time part from j_, the current of the last load (0 before any)
     ctx.q[state_] = q;
   }
 
