@@ -83,9 +83,27 @@ void Adc::probe_values(const double* x, double, std::vector<double>& out) const 
   ++sample_;
 }
 
-namespace {
+const ParamTable& adc_params() {
+  using S = AdcSpec;
+  using P = ParamDecl;
+  static const ParamTable t = {
+      P("bits").def(8).range(1, 30).doc("resolution N").bind<&S::bits>(),
+      P("vmin").unit("V").def(0).doc("input of code 0").bind<&S::vmin>(),
+      P("vmax").unit("V").def(1).doc("input of code 2^N - 1").bind<&S::vmax>(),
+      P("offset").unit("V").def(0).doc("input offset error").bind<&S::offset>(),
+      P("gain_error").def(0).doc("relative gain error").bind<&S::gain_error>(),
+      P("noise").unit("V").def(0).range(0, kInf).doc("comparator noise (std, per sample)").bind<&S::noise>(),
+      P("rin").unit("ohm").def(1e12).range(0, kInf).doc("input resistance to ref (0 = infinite, no stamp)")
+          .bind<&S::rin>(),
+      P("energy_per_conversion").alias("energy").unit("J").def(0).range(0, kInf)
+          .doc("energy per converted input (probe energy(<inst>))").bind<&S::energy_per_conversion>(),
+      P("seed").def(0).range(0, 9007199254740992.0).doc("seed of the comparator noise (0 = from the instance name)")
+          .bind<&S::seed>(),
+  };
+  return t;
+}
 
-enum { kBits, kVmin, kVmax, kOffset, kGainError, kNoise, kRin, kEnergy, kSeed };
+namespace {
 
 class AdcType : public DeviceType {
  public:
@@ -95,41 +113,19 @@ class AdcType : public DeviceType {
     description = "N-bit ADC sampling K node voltages (codes as probes code(<inst>[.k])) (YAML only)";
     pins = {"in...", "ref"};
     variadic_pins = true;
-    params = {
-        {"bits", "", 8, 1, 30, "resolution N"},
-        {"vmin", "V", 0, -kInf, kInf, "input of code 0"},
-        {"vmax", "V", 1, -kInf, kInf, "input of code 2^N - 1"},
-        {"offset", "V", 0, -kInf, kInf, "input offset error"},
-        {"gain_error", "", 0, -kInf, kInf, "relative gain error"},
-        {"noise", "V", 0, 0, kInf, "comparator noise (std, per sample)"},
-        {"rin", "ohm", 1e12, 0, kInf, "input resistance to ref (0 = infinite, no stamp)"},
-        {"energy_per_conversion", "J", 0, 0, kInf, "energy per converted input (probe energy(<inst>))",
-         ParamKind::Real, false, "energy"},
-        {"seed", "", 0, 0, 9007199254740992.0, "seed of the comparator noise (0 = from the instance name)"},
-    };
+    params = adc_params();
   }
 
   static Status from_flat(const FlatDevice& fd, AdcSpec& s) {
     const ParamValues& p = fd.params;
-    auto fail = [&](int idx, std::string msg) {
-      return Status::input(fmt::format("adc '{}': {}", fd.name, msg), p.loc[idx].valid() ? p.loc[idx] : fd.loc);
-    };
-    for (int idx : {kBits, kSeed})
-      if (p[idx] != std::floor(p[idx]))
-        return fail(idx, fmt::format("parameter {} must be an integer, got {}", (*p.table)[idx].name, p[idx]));
-    s.bits = static_cast<int>(p[kBits]);
-    s.vmin = p[kVmin];
-    s.vmax = p[kVmax];
-    s.offset = p[kOffset];
-    s.gain_error = p[kGainError];
-    s.noise = p[kNoise];
-    s.rin = p[kRin] == 0 ? kInf : p[kRin];
-    s.energy_per_conversion = p[kEnergy];
-    s.seed = static_cast<std::uint64_t>(p[kSeed]);
+    const std::string what = fmt::format("adc '{}'", fd.name);
+    if (Status st = apply_params(p, s, what.c_str()); !st) return st;
+    if (s.rin == 0) s.rin = kInf;  // rin 0 in a netlist: no input resistance
     std::string bad;
     if (Status st = validate_adc(s, &bad); !st) {
-      const int idx = p.index_of(bad);
-      return fail(idx < 0 ? kBits : idx, st.errors[0].message);
+      const int idx = p.index_of(bad.empty() ? "bits" : bad);
+      return Status::input(fmt::format("{}: {}", what, st.errors[0].message),
+                           idx >= 0 && p.loc[idx].valid() ? p.loc[idx] : fd.loc);
     }
     if (fd.nodes.size() < 2 || fd.nodes.size() - 1 > static_cast<size_t>(kMaxInputs))
       return Status::input(fmt::format("adc '{}' needs the sampled input nodes followed by the reference node "

@@ -28,6 +28,9 @@ struct AdcSpec {
   std::uint64_t seed = 0;         // 0 = derived from the instance name by the device
 };
 
+// The adc device's parameter table, bound to AdcSpec (a netlist's rin 0 becomes kInf after apply_params).
+const ParamTable& adc_params();
+
 Status validate_adc(const AdcSpec& s, std::string* param = nullptr);
 inline long adc_max_code(const AdcSpec& s) { return (1L << s.bits) - 1; }
 inline double adc_lsb(const AdcSpec& s) { return (s.vmax - s.vmin) / static_cast<double>(adc_max_code(s)); }

@@ -296,77 +296,85 @@ std::string crossbar_spice(const std::string& name, const CrossbarSpec& s, const
 
 // ---- device type ---------------------------------------------------------------------------------
 
-namespace {
-
-enum {
-  kRows, kCols, kG, kGFile, kGDataset, kGCsv, kRwireRow, kRwireCol, kRdriver, kRsink, kCwire, kGmin, kGmax,
-  kLevels, kSigmaRel, kSigmaAbs, kStuckOn, kStuckOff, kSeed, kProbeNodes
-};
-
-// Integer-valued parameter: error located at the parameter if it has a fractional part.
-Status integer_param(const FlatDevice& fd, int idx, int& out) {
-  const double v = fd.params[idx];
-  if (v != std::floor(v) || v > 2147483647.0)
-    return Status::input(fmt::format("crossbar '{}': parameter {} must be an integer, got {}", fd.name,
-                                     (*fd.params.table)[idx].name, v),
-                         fd.params.loc[idx].valid() ? fd.params.loc[idx] : fd.loc);
-  out = static_cast<int>(v);
-  return {};
+const ParamTable& crossbar_params() {
+  using S = CrossbarSpec;
+  using F = CrossbarSource;
+  using P = ParamDecl;
+  static const ParamTable t = {
+      P("rows").def(0).range(0, 1e9).doc("number of rows R (0 = from the conductance matrix)").bind<&S::rows>(),
+      P("cols").def(0).range(0, 1e9).doc("number of columns C (0 = from the conductance matrix)").bind<&S::cols>(),
+      P("g").unit("S").kind(ParamKind::List).range(0, kInf).doc("target conductances, R*C values row-major")
+          .bind<&S::g>(),
+      P("g_file").kind(ParamKind::Text).doc("HDF5 file with the conductance matrix").bind<&F::g_file>(),
+      P("g_dataset").kind(ParamKind::Text).doc("dataset path in g_file, e.g. /layer0/g (R x C)")
+          .bind<&F::g_dataset>(),
+      P("g_csv").kind(ParamKind::Text).doc("CSV file with the conductance matrix (one row per line)")
+          .bind<&F::g_csv>(),
+      P("rwire_row").unit("ohm").def(0).range(0, kInf).doc("row wire resistance per segment").bind<&S::rwire_row>(),
+      P("rwire_col").unit("ohm").def(0).range(0, kInf).doc("column wire resistance per segment")
+          .bind<&S::rwire_col>(),
+      P("rdriver").unit("ohm").def(0).range(0, kInf).doc("row driver output resistance").bind<&S::rdriver>(),
+      P("rsink").unit("ohm").def(0).range(0, kInf).doc("column sink input resistance").bind<&S::rsink>(),
+      P("cwire").unit("F").def(0).range(0, kInf).doc("wire capacitance per segment to ground").bind<&S::cwire>(),
+      P("gmin").unit("S").def(0).range(0, kInf).doc("lowest programmable conductance (stuck-off value)")
+          .bind<&S::gmin>(),
+      P("gmax").unit("S").def(kInf).range(0, kInf).doc("highest programmable conductance (stuck-on value)")
+          .bind<&S::gmax>(),
+      P("levels").def(0).range(0, 1e9).doc("conductance levels in [gmin, gmax] (0 = analog)").bind<&S::levels>(),
+      P("sigma_rel").def(0).range(0, kInf).doc("relative programming variation (std)").bind<&S::sigma_rel>(),
+      P("sigma_abs").unit("S").def(0).range(0, kInf).doc("absolute programming variation (std)")
+          .bind<&S::sigma_abs>(),
+      P("stuck_on").def(0).range(0, 1).doc("fraction of cells stuck at gmax").bind<&S::stuck_on>(),
+      P("stuck_off").def(0).range(0, 1).doc("fraction of cells stuck at gmin").bind<&S::stuck_off>(),
+      P("seed").def(0).range(0, 9007199254740992.0).doc("seed of variation and stuck cells (0 = from the instance name)")
+          .bind<&S::seed>(),
+      P("probe_nodes").kind(ParamKind::Flag).def(0).range(0, 1).doc("write the internal nodes to the outputs")
+          .bind<&S::probe_nodes>(),
+  };
+  return t;
 }
+
+namespace {
 
 // The spec of a netlist crossbar: parameters, conductances loaded from the given source, shape checks.
 Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
   const ParamValues& p = fd.params;
-  auto at = [&](int idx) { return p.loc[idx].valid() ? p.loc[idx] : fd.loc; };
-  auto fail = [&](int idx, std::string msg) { return Status::input(fmt::format("crossbar '{}': {}", fd.name, msg), at(idx)); };
-  int rows = 0, cols = 0, levels = 0;
-  if (Status st = integer_param(fd, kRows, rows); !st) return st;
-  if (Status st = integer_param(fd, kCols, cols); !st) return st;
-  if (Status st = integer_param(fd, kLevels, levels); !st) return st;
-  const double seed = p[kSeed];
-  if (seed != std::floor(seed)) return fail(kSeed, fmt::format("seed must be an integer, got {}", seed));
-  s.seed = static_cast<std::uint64_t>(seed);
-  s.levels = levels;
-  s.rwire_row = p[kRwireRow];
-  s.rwire_col = p[kRwireCol];
-  s.rdriver = p[kRdriver];
-  s.rsink = p[kRsink];
-  s.cwire = p[kCwire];
-  s.gmin = p[kGmin];
-  s.gmax = p[kGmax];
-  s.sigma_rel = p[kSigmaRel];
-  s.sigma_abs = p[kSigmaAbs];
-  s.stuck_on = p[kStuckOn];
-  s.stuck_off = p[kStuckOff];
-  s.probe_nodes = p[kProbeNodes] != 0;
+  const std::string what = fmt::format("crossbar '{}'", fd.name);
+  auto has = [&](const char* name) { return p.has(p.index_of(name)); };
+  auto fail = [&](const char* name, std::string msg) {
+    const int idx = p.index_of(name);
+    return Status::input(fmt::format("{}: {}", what, msg), idx >= 0 && p.loc[idx].valid() ? p.loc[idx] : fd.loc);
+  };
+  CrossbarSource in;
+  if (Status st = apply_params(p, s, what.c_str()); !st) return st;
+  if (Status st = apply_params(p, in, what.c_str()); !st) return st;
 
-  const int sources = p.has(kG) + p.has(kGFile) + p.has(kGCsv);
+  const int sources = has("g") + has("g_file") + has("g_csv");
   if (sources != 1)
-    return fail(sources ? (p.has(kGCsv) ? kGCsv : kGFile) : kG,
+    return fail(sources ? (has("g_csv") ? "g_csv" : "g_file") : "g",
                 sources ? "give the conductances once: g (inline list), g_file + g_dataset (HDF5) or g_csv"
                         : "needs conductances: g (inline list, row-major), g_file + g_dataset (HDF5) or g_csv (CSV)");
-  if (p.has(kGDataset) && !p.has(kGFile)) return fail(kGDataset, "g_dataset needs g_file (the HDF5 file)");
+  if (has("g_dataset") && !has("g_file")) return fail("g_dataset", "g_dataset needs g_file (the HDF5 file)");
   int frows = 0, fcols = 0;  // shape from the file (0 = unknown)
-  int src = kG;
-  if (p.has(kG)) {
-    s.g = p.list()[kG];
-  } else if (p.has(kGFile)) {
-    src = kGFile;
-    if (!p.has(kGDataset)) return fail(kGFile, "g_file needs g_dataset (the dataset path, e.g. /layer0/g)");
-    const std::string path = detail::resolve_include(p.loc[kGFile].file(), p.text()[kGFile]);
-    if (Status st = read_conductances_hdf5(path, p.text()[kGDataset], frows, fcols, s.g); !st)
-      return fail(kGFile, st.errors[0].message);
-  } else {
-    src = kGCsv;
-    const std::string path = detail::resolve_include(p.loc[kGCsv].file(), p.text()[kGCsv]);
-    if (Status st = read_conductances_csv(path, frows, fcols, s.g); !st) return fail(kGCsv, st.errors[0].message);
+  const char* src = "g";
+  if (has("g_file")) {
+    src = "g_file";
+    if (!has("g_dataset")) return fail(src, "g_file needs g_dataset (the dataset path, e.g. /layer0/g)");
+    const std::string path = detail::resolve_include(p.loc[p.index_of(src)].file(), in.g_file);
+    if (Status st = read_conductances_hdf5(path, in.g_dataset, frows, fcols, s.g); !st)
+      return fail(src, st.errors[0].message);
+  } else if (has("g_csv")) {
+    src = "g_csv";
+    const std::string path = detail::resolve_include(p.loc[p.index_of(src)].file(), in.g_csv);
+    if (Status st = read_conductances_csv(path, frows, fcols, s.g); !st) return fail(src, st.errors[0].message);
   }
   const long n = static_cast<long>(s.g.size());
+  int rows = s.rows, cols = s.cols;
   if (frows > 0) {
-    if (p.has(kRows) && rows != frows)
-      return fail(kRows, fmt::format("rows = {}, but the conductance matrix has {} rows", rows, frows));
-    if (p.has(kCols) && cols != fcols)
-      return fail(kCols, fmt::format("cols = {}, but the conductance matrix has {} columns", cols, fcols));
+    if (has("rows") && rows != frows)
+      return fail("rows", fmt::format("rows = {}, but the conductance matrix has {} rows", rows, frows));
+    if (has("cols") && cols != fcols)
+      return fail("cols", fmt::format("cols = {}, but the conductance matrix has {} columns", cols, fcols));
     rows = frows;
     cols = fcols;
   } else {
@@ -380,10 +388,9 @@ Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
   s.rows = rows;
   s.cols = cols;
   std::string bad;
-  if (Status st = validate_crossbar(s, &bad); !st) {
-    const int idx = bad.empty() ? -1 : p.index_of(bad);
-    return fail(idx < 0 || (bad == "g" && src != kG) ? src : idx, st.errors[0].message);
-  }
+  if (Status st = validate_crossbar(s, &bad); !st)
+    return fail(bad.empty() || p.index_of(bad) < 0 || (bad == "g" && std::string(src) != "g") ? src : bad.c_str(),
+                st.errors[0].message);
   const size_t want = static_cast<size_t>(rows) + cols;
   if (fd.nodes.size() != want)
     return Status::input(fmt::format("crossbar '{}' has {} rows and {} columns and needs {} nodes ({} row inputs, "
@@ -401,28 +408,7 @@ class CrossbarType : public DeviceType {
     description = "R x C array of programmable conductances with wire resistance/capacitance (YAML only)";
     pins = {"row...", "col..."};
     variadic_pins = true;
-    params = {
-        {"rows", "", 0, 0, 1e9, "number of rows R (0 = from the conductance matrix)"},
-        {"cols", "", 0, 0, 1e9, "number of columns C (0 = from the conductance matrix)"},
-        {"g", "S", 0, 0, kInf, "target conductances, R*C values row-major", ParamKind::List},
-        {"g_file", "", 0, 0, 0, "HDF5 file with the conductance matrix", ParamKind::Text},
-        {"g_dataset", "", 0, 0, 0, "dataset path in g_file, e.g. /layer0/g (R x C)", ParamKind::Text},
-        {"g_csv", "", 0, 0, 0, "CSV file with the conductance matrix (one row per line)", ParamKind::Text},
-        {"rwire_row", "ohm", 0, 0, kInf, "row wire resistance per segment"},
-        {"rwire_col", "ohm", 0, 0, kInf, "column wire resistance per segment"},
-        {"rdriver", "ohm", 0, 0, kInf, "row driver output resistance"},
-        {"rsink", "ohm", 0, 0, kInf, "column sink input resistance"},
-        {"cwire", "F", 0, 0, kInf, "wire capacitance per segment to ground"},
-        {"gmin", "S", 0, 0, kInf, "lowest programmable conductance (stuck-off value)"},
-        {"gmax", "S", kInf, 0, kInf, "highest programmable conductance (stuck-on value)"},
-        {"levels", "", 0, 0, 1e9, "conductance levels in [gmin, gmax] (0 = analog)"},
-        {"sigma_rel", "", 0, 0, kInf, "relative programming variation (std)"},
-        {"sigma_abs", "S", 0, 0, kInf, "absolute programming variation (std)"},
-        {"stuck_on", "", 0, 0, 1, "fraction of cells stuck at gmax"},
-        {"stuck_off", "", 0, 0, 1, "fraction of cells stuck at gmin"},
-        {"seed", "", 0, 0, 9007199254740992.0, "seed of variation and stuck cells (0 = from the instance name)"},
-        {"probe_nodes", "", 0, 0, 1, "write the internal nodes to the outputs", ParamKind::Flag},
-    };
+    params = crossbar_params();
   }
   std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
     CrossbarSpec s;
@@ -448,30 +434,7 @@ FlatDevice crossbar_flat_device(const std::string& name, const CrossbarSpec& s, 
   fd.name = name;
   fd.type = builtin_catalog().find("crossbar");
   fd.nodes = pins;
-  fd.params = default_params(fd.type->params);
-  ParamValues& p = fd.params;
-  auto set = [&p](int idx, double v) {
-    p.value[idx] = v;
-    p.given[idx] = 1;
-  };
-  set(kRows, s.rows);
-  set(kCols, s.cols);
-  p.list()[kG] = s.g;
-  p.given[kG] = 1;
-  set(kRwireRow, s.rwire_row);
-  set(kRwireCol, s.rwire_col);
-  set(kRdriver, s.rdriver);
-  set(kRsink, s.rsink);
-  set(kCwire, s.cwire);
-  set(kGmin, s.gmin);
-  set(kGmax, s.gmax);
-  set(kLevels, s.levels);
-  set(kSigmaRel, s.sigma_rel);
-  set(kSigmaAbs, s.sigma_abs);
-  set(kStuckOn, s.stuck_on);
-  set(kStuckOff, s.stuck_off);
-  set(kSeed, static_cast<double>(s.seed));
-  set(kProbeNodes, s.probe_nodes ? 1 : 0);
+  fd.params = read_params(fd.type->params, s);  // every CrossbarSpec line given
   return fd;
 }
 

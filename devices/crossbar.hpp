@@ -56,6 +56,16 @@ struct CrossbarSpec {
   bool probe_nodes = false;     // write internal nodes to the outputs
 };
 
+// Where a netlist crossbar's conductances come from when not inline (`g`): the crossbar device's other lines.
+struct CrossbarSource {
+  std::string g_file;           // HDF5 file with the R x C conductance matrix [S], relative to the netlist
+  std::string g_dataset;        // dataset path in g_file, e.g. /layer0/g
+  std::string g_csv;            // CSV file with the matrix (one row per line)
+};
+
+// The crossbar device's parameter table: lines bound to CrossbarSpec and to CrossbarSource.
+const ParamTable& crossbar_params();
+
 // ---- topology: the one enumeration of a tile's elements ------------------------------------------
 // The MNA device, the SPICE export and the NN port reduction (nn/port_reduction.cpp) all walk it.
 

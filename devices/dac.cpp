@@ -102,9 +102,31 @@ void Dac::probe_values(const double*, double, std::vector<double>& out) const {
   if (spec_.energy_per_conversion > 0) out.push_back(spec_.energy_per_conversion);
 }
 
-namespace {
+const ParamTable& dac_params() {
+  using S = DacSpec;
+  using P = ParamDecl;
+  static const ParamTable t = {
+      P("bits").def(8).range(1, 24).doc("resolution N").bind<&S::bits>(),
+      P("vmin").unit("V").def(0).doc("output of code 0").bind<&S::vmin>(),
+      P("vmax").unit("V").def(1).doc("output of code 2^N - 1").bind<&S::vmax>(),
+      P("code").def(0).range(0, 16777215).doc("input code (integer)").bind<&DacInput::code>(),
+      P("value").unit("V").def(0).doc("input value, quantized to the nearest code (instead of code)")
+          .bind<&DacInput::value>(),
+      P("inl").unit("LSB").kind(ParamKind::List).doc("per-code INL, 2^N values").bind<&S::inl>(),
+      P("dnl").unit("LSB").kind(ParamKind::List).doc("per-step DNL, 2^N - 1 values").bind<&S::dnl>(),
+      P("inl_sigma").unit("LSB").def(0).range(0, kInf).doc("random per-code INL (std)").bind<&S::inl_sigma>(),
+      P("dnl_sigma").unit("LSB").def(0).range(0, kInf).doc("random per-step DNL (std)").bind<&S::dnl_sigma>(),
+      P("noise").unit("V").def(0).range(0, kInf).doc("output noise (std, one draw per instance)").bind<&S::noise>(),
+      P("rout").unit("ohm").def(0).range(0, kInf).doc("output resistance (0 = ideal)").bind<&S::rout>(),
+      P("energy_per_conversion").alias("energy").unit("J").def(0).range(0, kInf)
+          .doc("energy per conversion (probe energy(<inst>))").bind<&S::energy_per_conversion>(),
+      P("seed").def(0).range(0, 9007199254740992.0).doc("seed of INL/DNL and noise (0 = from the instance name)")
+          .bind<&S::seed>(),
+  };
+  return t;
+}
 
-enum { kBits, kVmin, kVmax, kCode, kValue, kInlList, kDnlList, kInlSigma, kDnlSigma, kNoise, kRout, kEnergy, kSeed };
+namespace {
 
 class DacType : public DeviceType {
  public:
@@ -113,56 +135,30 @@ class DacType : public DeviceType {
     long_name = "dac";
     description = "N-bit DAC: static voltage source with INL/DNL, noise and output resistance";
     pins = {"out", "ref"};
-    params = {
-        {"bits", "", 8, 1, 24, "resolution N"},
-        {"vmin", "V", 0, -kInf, kInf, "output of code 0"},
-        {"vmax", "V", 1, -kInf, kInf, "output of code 2^N - 1"},
-        {"code", "", 0, 0, 16777215, "input code (integer)"},
-        {"value", "V", 0, -kInf, kInf, "input value, quantized to the nearest code (instead of code)"},
-        {"inl", "LSB", 0, -kInf, kInf, "per-code INL, 2^N values", ParamKind::List},
-        {"dnl", "LSB", 0, -kInf, kInf, "per-step DNL, 2^N - 1 values", ParamKind::List},
-        {"inl_sigma", "LSB", 0, 0, kInf, "random per-code INL (std)"},
-        {"dnl_sigma", "LSB", 0, 0, kInf, "random per-step DNL (std)"},
-        {"noise", "V", 0, 0, kInf, "output noise (std, one draw per instance)"},
-        {"rout", "ohm", 0, 0, kInf, "output resistance (0 = ideal)"},
-        {"energy_per_conversion", "J", 0, 0, kInf, "energy per conversion (probe energy(<inst>))", ParamKind::Real,
-         false, "energy"},
-        {"seed", "", 0, 0, 9007199254740992.0, "seed of INL/DNL and noise (0 = from the instance name)"},
-    };
+    params = dac_params();
   }
 
   // Spec and code of a netlist DAC, errors located at the offending parameter.
   static Status from_flat(const FlatDevice& fd, DacSpec& s, long& code) {
     const ParamValues& p = fd.params;
-    auto fail = [&](int idx, std::string msg) {
-      return Status::input(fmt::format("dac '{}': {}", fd.name, msg), p.loc[idx].valid() ? p.loc[idx] : fd.loc);
+    const std::string what = fmt::format("dac '{}'", fd.name);
+    auto fail = [&](const char* name, std::string msg) {
+      const int idx = p.index_of(name);
+      return Status::input(fmt::format("{}: {}", what, msg), idx >= 0 && p.loc[idx].valid() ? p.loc[idx] : fd.loc);
     };
-    for (int idx : {kBits, kCode, kSeed})
-      if (p[idx] != std::floor(p[idx]))
-        return fail(idx, fmt::format("parameter {} must be an integer, got {}", (*p.table)[idx].name, p[idx]));
-    s.bits = static_cast<int>(p[kBits]);
-    s.vmin = p[kVmin];
-    s.vmax = p[kVmax];
-    s.inl = p.list()[kInlList];
-    s.dnl = p.list()[kDnlList];
-    s.inl_sigma = p[kInlSigma];
-    s.dnl_sigma = p[kDnlSigma];
-    s.noise = p[kNoise];
-    s.rout = p[kRout];
-    s.energy_per_conversion = p[kEnergy];
-    s.seed = static_cast<std::uint64_t>(p[kSeed]);
+    DacInput in;
+    if (Status st = apply_params(p, s, what.c_str()); !st) return st;
+    if (Status st = apply_params(p, in, what.c_str()); !st) return st;
     std::string bad;
-    if (Status st = validate_dac(s, &bad); !st) {
-      const int idx = p.index_of(bad);
-      return fail(idx < 0 ? kBits : idx, st.errors[0].message);
-    }
-    if (p.has(kCode) && p.has(kValue)) return fail(kValue, "give either code or value, not both");
-    if (p.has(kValue)) {
-      code = dac_quantize(s, p[kValue]);
+    if (Status st = validate_dac(s, &bad); !st) return fail(bad.empty() ? "bits" : bad.c_str(), st.errors[0].message);
+    const bool has_code = p.has(p.index_of("code")), has_value = p.has(p.index_of("value"));
+    if (has_code && has_value) return fail("value", "give either code or value, not both");
+    if (has_value) {
+      code = dac_quantize(s, in.value);
     } else {
-      code = static_cast<long>(p[kCode]);
+      code = in.code;
       if (code > dac_max_code(s))
-        return fail(kCode, fmt::format("code {} exceeds the largest {}-bit code {}", code, s.bits, dac_max_code(s)));
+        return fail("code", fmt::format("code {} exceeds the largest {}-bit code {}", code, s.bits, dac_max_code(s)));
     }
     return {};
   }

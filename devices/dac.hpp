@@ -34,6 +34,15 @@ struct DacSpec {
   std::uint64_t seed = 0;         // 0 = derived from the instance name by the device
 };
 
+// The input of a netlist DAC (the dac device's lines besides the converter's).
+struct DacInput {
+  long code = 0;                  // input code, 0 .. 2^N - 1
+  double value = 0.0;             // [V] input value, quantized to the nearest code (given instead of code)
+};
+
+// The dac device's parameter table: lines bound to DacSpec and to DacInput.
+const ParamTable& dac_params();
+
 // Size checks and ranges; *param names the offending parameter.
 Status validate_dac(const DacSpec& s, std::string* param = nullptr);
 inline long dac_max_code(const DacSpec& s) { return (1L << s.bits) - 1; }

@@ -308,10 +308,7 @@ Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type
   }
   for (size_t i = 0; i < table.size(); ++i) {
     const ParamBinding& b = table[i].bind;
-    if (!b) continue;
-    if (*b.owner != type)
-      return Status::fail(ErrorKind::Other, fmt::format("apply_params: parameter {} is bound to another struct",
-                                                        table[i].name));
+    if (!b || *b.owner != type) continue;  // a line of another struct of the same table
     if (Status st = b.set(obj, *src, static_cast<int>(i), what); !st) return st;
   }
   return {};

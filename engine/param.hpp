@@ -168,8 +168,9 @@ class ParamDecl {
   ParamSpec s_;
 };
 
-// Sets every bound member of obj from pv (pv.table's bindings must belong to T): given values, else the
-// fallback parameter's value if that one is given, else the default. `what` names the owner in messages.
+// Sets every member of obj bound in pv.table: given values, else the fallback parameter's value if that one is
+// given, else the default. Lines bound to another struct are skipped (a device table may bind its converter
+// lines to a spec and its input lines to another struct). `what` names the owner in messages.
 template <class T>
 Status apply_params(const ParamValues& pv, T& obj, const char* what);
 // Values of a table read back from obj's bound members, every bound one marked given (so that a struct can be
