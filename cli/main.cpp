@@ -88,12 +88,13 @@ void print_mc(const McResults& mc) {
 }
 
 int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std::string& h5, const std::string& csv,
-            int mc_trials, unsigned long long seed) {
+            int mc_trials, unsigned long long seed, bool power) {
   auto t0 = std::chrono::steady_clock::now();
   ParsedNetlist pn;
   FlatNetlist fn;
   double t_parse = 0, t_elab = 0;
   if (Status st = load(file, analyses, pn, fn, &t_parse, &t_elab); !st) return report(st);
+  if (power) fn.options.power = true;
   auto t1 = std::chrono::steady_clock::now();
   RunResults r;
   std::unique_ptr<Circuit> circuit;
@@ -170,6 +171,9 @@ int main(int argc, char** argv) {
     run->add_option("--mc", mc_trials, "Monte Carlo: number of trials drawing every parameter tolerance")
         ->check(CLI::Range(1, 10000000));
     run->add_option("--seed", seed, "Monte Carlo seed (same seed, same numbers)");
+    bool power = false;
+    run->add_flag("--power", power, "power probes p(...) in every op, dc and tran, energies e(...) in tran "
+                                    "(as .options power)");
     run->add_option("--data", data_dir,
                     "data sets for nn_eval / nn_mc analyses (default: $ANASIM_DATA, then standard places)");
     auto* exp = app.add_subcommand("export", "write a netlist as a flat ngspice deck");
@@ -184,7 +188,7 @@ int main(int argc, char** argv) {
       return rc == 0 ? 0 : 2;
     }
     const AnalysisCatalog analyses = analysis_catalog(data_dir);
-    if (*run) return cmd_run(file, analyses, h5, csv, mc_trials, seed);
+    if (*run) return cmd_run(file, analyses, h5, csv, mc_trials, seed, power);
     if (*exp) return cmd_export(file, analyses, spice_out);
     if (*dev) return cmd_devices();
     if (const int rc = run_nn(); rc >= 0) return rc;

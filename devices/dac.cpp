@@ -132,6 +132,7 @@ class DacType : public DeviceType {
  public:
   DacType() {
     key = "dac";
+    supply = true;
     long_name = "dac";
     description = "N-bit DAC: static voltage source with INL/DNL, noise and output resistance";
     pins = {"out", "ref"};

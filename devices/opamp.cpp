@@ -380,6 +380,28 @@ class Opamp : public Device {
     if (c_.level == 0) out.emplace_back(node_[cInp], node_[cInn]);  // the nullator
   }
 
+  // Without supply pins the rails vpos/vneg are inside the device: they deliver the quiescent current (level 2)
+  // across the rail span and the output current, split between the rails as with supply pins (from_vcc).
+  bool has_internal_supply() const override { return !c_.supplied; }
+  double internal_supply_power(const double* x) const override {
+    if (c_.supplied) return 0.0;
+    double io;  // [A] current the device drives into `out`
+    if (c_.level == 0) {
+      io = -x[br_.v];
+    } else {
+      auto v = [&](int k) { return Dual(u_[k].is_ground() ? 0.0 : x[u_[k].v]); };
+      const Pins<Dual> p{v(cInp), v(cInn), Dual(c_.vpos), Dual(c_.vneg), v(cP), v(cOut)};
+      auto th = [](const Dual& a, int) {
+        const double t = std::tanh(a.v);
+        return chain(a, t, 1 - t * t);
+      };
+      io = (c_.level == 1 ? level1_iout(c_, p, th) : level2_iout(c_, p, th)).v;
+    }
+    const double ip = from_vcc(Dual(io)).v;
+    const double iq = c_.level == 2 ? c_.iq : 0.0;
+    return iq * (c_.vpos - c_.vneg) + ip * c_.vpos + (io - ip) * c_.vneg;
+  }
+
  private:
   Coeffs c_;
   std::array<NodeId, kNc> node_{};     // ground where absent (supplies, pole node below level 2)
@@ -475,7 +497,10 @@ class OpampType : public DeviceType {
 
   // ngspice primitives with the same equations: the level 0 nullor as a 0 V source whose current is
   // cancelled at the inputs (F) and delivered to the output (F); levels 1, 2 as B sources (plus R, C, I).
-  // Internal nodes are "<name>_<suffix>".
+  // Internal nodes are "<name>_<suffix>". Without supply pins the rails are written as V sources (nodes
+  // <name>_vp, <name>_vn) that deliver what the device draws from them (internal_supply_power): the quiescent
+  // current between them (level 2) and the output current, split as with supply pins (level 0: drawn to ground,
+  // the nullor's output stays an F source), so ngspice's sources deliver the energy anasim reports.
   std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
     const std::string& nm = fd.name;
     if (fd.nodes.size() != 3 && fd.nodes.size() != 5) return fmt::format("* op-amp {}: bad node count", nm);
@@ -489,6 +514,14 @@ class OpampType : public DeviceType {
       lines.push_back(fmt::format("{} {} {} dc 0", vz, node(cInp), node(cInn)));
       lines.push_back(fmt::format("{} {} {} {} -1", el("f", "c"), node(cInp), node(cInn), vz));
       lines.push_back(fmt::format("{} 0 {} {} 1", el("f", "o"), node(cOut), vz));
+      if (!c.supplied) {  // the rails deliver the output current: measured as the voltage of <name>_io (1 ohm)
+        rails(fd, c, lines);
+        lines.push_back(fmt::format("{} 0 {}_io {} 1", el("f", "io"), nm, vz));
+        lines.push_back(fmt::format("{} {}_io 0 1", el("r", "io"), nm));
+        const Sym iov("v(" + nm + "_io)"), ip = from_vcc(iov);
+        lines.push_back(fmt::format("{} {}_vp 0 i = {}", el("b", "rp"), nm, ip.s));
+        lines.push_back(fmt::format("{} {}_vn 0 i = {}", el("b", "rn"), nm, (iov - ip).s));
+      }
       return fmt::format("{}", fmt::join(lines, "\n"));
     }
     const std::string pnode = nm + "_p";
@@ -508,17 +541,28 @@ class OpampType : public DeviceType {
       lines.push_back(fmt::format("{} 0 {} i = {}", el("b", "p"), pnode, level2_ipole(c, x, plain_tanh).s));
       io = level2_iout(c, x, plain_tanh);
     }
-    if (c.supplied) {
-      // The output current as the voltage of an internal node, then split between the supplies.
-      const std::string ionode = nm + "_io";
-      lines.push_back(fmt::format("{} {} 0 v = {}", el("b", "io"), ionode, io.s));
-      const Sym iov = volt(ionode), ip = from_vcc(iov);
-      lines.push_back(fmt::format("{} {} {} i = {}", el("b", "op"), node(cVcc), node(cOut), ip.s));
-      lines.push_back(fmt::format("{} {} {} i = {}", el("b", "on"), node(cVee), node(cOut), (iov - ip).s));
-    } else {
-      lines.push_back(fmt::format("{} 0 {} i = {}", el("b", "o"), node(cOut), io.s));
-    }
+    // The output current as the voltage of an internal node, then split between the supplies (the rails'
+    // sources without supply pins).
+    if (!c.supplied) rails(fd, c, lines);
+    const std::string ionode = nm + "_io";
+    const std::string vcc = c.supplied ? node(cVcc) : nm + "_vp", vee = c.supplied ? node(cVee) : nm + "_vn";
+    lines.push_back(fmt::format("{} {} 0 v = {}", el("b", "io"), ionode, io.s));
+    const Sym iov = volt(ionode), ip = from_vcc(iov);
+    lines.push_back(fmt::format("{} {} {} i = {}", el("b", "op"), vcc, node(cOut), ip.s));
+    lines.push_back(fmt::format("{} {} {} i = {}", el("b", "on"), vee, node(cOut), (iov - ip).s));
     return fmt::format("{}", fmt::join(lines, "\n"));
+  }
+
+ private:
+  // Without supply pins: the rails as V sources (nodes <name>_vp, <name>_vn) and the quiescent current between
+  // them (level 2); the output current is drawn from them by the caller.
+  static void rails(const FlatDevice& fd, const Coeffs& c, std::vector<std::string>& lines) {
+    const std::string& nm = fd.name;
+    auto el = [&](const char* letter, const char* suffix) { return spice_instance_name(letter, nm + "_" + suffix); };
+    const std::string vp = nm + "_vp", vn = nm + "_vn";
+    lines.push_back(fmt::format("{} {} 0 dc {:.17g}", el("v", "vp"), vp, c.vpos));
+    lines.push_back(fmt::format("{} {} 0 dc {:.17g}", el("v", "vn"), vn, c.vneg));
+    if (c.level == 2 && c.iq != 0) lines.push_back(fmt::format("{} {} {} dc {:.17g}", el("i", "q"), vp, vn, c.iq));
   }
 };
 

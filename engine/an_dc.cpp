@@ -19,6 +19,7 @@ std::vector<double> sweep_values(const DcSweep& s) {
 Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {
   auto t0 = std::chrono::steady_clock::now();
   NewtonSolver s(c, fn.options);
+  auto meter = power_meter(c, fn, a, s);
   res.kind = "dc";
   Device* inner = c.find_device(a.sweeps[0].source);
   Device* outer = a.sweeps.size() > 1 ? c.find_device(a.sweeps[1].source) : nullptr;
@@ -31,6 +32,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
     if (fd.name == a.sweeps[0].source && fd.type->key == "i") res.sweep_unit = "A";
   if (outer) res.sweep2_name = a.sweeps[1].source;
   Recorder rec(c, out, res);
+  if (meter) rec.add_power(meter.get(), false);
   Status st;
   for (double vo : ov) {
     if (outer) outer->set_dc(vo);
@@ -43,6 +45,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
       }
       res.sweep.push_back(vi);
       if (outer) res.sweep2.push_back(vo);
+      if (meter) meter->evaluate(s.x().data(), s);
       rec.record(s.x().data(), 0.0);
     }
     if (!st) break;

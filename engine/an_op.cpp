@@ -37,12 +37,28 @@ Recorder::Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult
   for (auto& [n, unit] : names) res.signals.push_back({n, unit, {}, {}});
 }
 
+void Recorder::add_power(const PowerMeter* meter, bool energies) {
+  meter_ = meter;
+  energies_ = energies;
+  std::vector<std::pair<std::string, std::string>> names;
+  meter->signals(energies, names);
+  for (auto& [n, unit] : names) res_.signals.push_back({n, unit, {}, {}});
+}
+
 void Recorder::record(const double* x, double t) {
   size_t k = 0;
   for (; k < out_.size(); ++k) res_.signals[k].re.push_back(x[out_[k]]);
   buf_.clear();
   for (const Device* d : probing_) d->probe_values(x, t, buf_);
+  if (meter_) meter_->values(energies_, buf_);
   for (double v : buf_) res_.signals[k++].re.push_back(v);
+}
+
+std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const Analysis& a, NewtonSolver& s) {
+  if (!a.power && !fn.options.power) return nullptr;
+  auto m = std::make_unique<PowerMeter>(c, fn);
+  s.set_power_meter(m.get());
+  return m;
 }
 
 std::vector<std::pair<UnknownIndex, double>> forced_ics(const Circuit& c, const FlatNetlist& fn) {
@@ -51,13 +67,18 @@ std::vector<std::pair<UnknownIndex, double>> forced_ics(const Circuit& c, const 
   return f;
 }
 
-Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis&, const std::vector<int>& out, AnalysisResult& res) {
+Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {
   auto t0 = std::chrono::steady_clock::now();
   NewtonSolver s(c, fn.options);
+  auto meter = power_meter(c, fn, a, s);
   Status st = s.operating_point();
   if (!st) return st;
   res.kind = "op";
   Recorder rec(c, out, res);
+  if (meter) {
+    meter->evaluate(s.x().data(), s);
+    rec.add_power(meter.get(), false);
+  }
   rec.record(s.x().data(), 0.0);
   res.stats = s.stats();
   res.stats.timepoints = 1;

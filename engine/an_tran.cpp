@@ -14,17 +14,26 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   auto t0 = std::chrono::steady_clock::now();
   const Options& opt = fn.options;
   NewtonSolver s(c, opt);
+  auto meter = power_meter(c, fn, a, s);
   Integrator integ(c.n_states());
   LoadContext& ctx = s.ctx();
   res.kind = "tran";
   res.sweep_name = "time";
   res.sweep_unit = "s";
   Recorder rec(c, out, res);
+  if (meter) rec.add_power(meter.get(), true);
 
   const double tstop = a.tstop;
   // Largest step [s]: tmax as given, else ngspice's default min(tstep, (tstop - tstart) / 50).
   const double tmax = a.tmax > 0 ? a.tmax : std::min(a.tstep, (tstop - a.tstart) / 50);
   const double hmin = 1e-11 * tmax;
+  // Resource guard: at most 10 million accepted time points and 2^30 recorded values (8 GiB), checked before the
+  // run from tstop / tmax and again at every step (source corners and step cuts can need many more).
+  const long max_points = std::min<long>(10'000'000, (1L << 30) / static_cast<long>(out.size() + 1));
+  if (!(tstop / tmax <= static_cast<double>(max_points)))
+    return Status::input(fmt::format(".tran needs at least {:.3g} time points (tstop {:.6g} s / largest step {:.6g} s), "
+                                     "more than the limit of {} for {} recorded signals; use a larger tstep or tmax",
+                                     tstop / tmax, tstop, tmax, max_points, out.size()));
   ctx.q = integ.q0().data();
   ctx.time = 0.0;
   ctx.tran_step = a.tstep;
@@ -38,6 +47,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
       st.errors[0].message = "transient initial operating point: " + st.errors[0].message;
       return st;
     }
+    if (meter) meter->evaluate(s.x().data(), s);  // t = 0, on the system as solved (with any .ic forcing)
     s.set_forced({});
   } else {
     std::fill(s.x().begin(), s.x().end(), 0.0);
@@ -49,6 +59,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
     ctx.uic_init = false;
   }
   integ.start_from_dc(ctx);
+  if (meter) meter->start_energies(!a.uic);  // energies from 0 at t = 0; with uic t = 0 is not solved (no powers)
 
   auto record = [&](double t) {
     if (t < a.tstart * (1 - 1e-12)) return;
@@ -149,11 +160,19 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
         }
       }
     }
-    ++accepted;
+    if (++accepted > max_points)
+      return Status::numerical(fmt::format("transient analysis stopped at time {:.6g} s of {:.6g} s: more than {} time "
+                                           "points (limit for {} recorded signals; last step {:.3g} s). A source with a "
+                                           "very short period or a very high frequency?",
+                                           t, tstop, max_points, out.size(), step));
     integ.accept();
     // With uic the t = 0 unknowns were not solved for, so the first step is not extrapolated over.
     pred.accept(s.x(), first && a.uic ? 0.0 : step);
     first = false;
+    if (meter) {  // every accepted step, also before tstart: the energies integrate from t = 0
+      meter->evaluate(s.x().data(), s);
+      meter->integrate(integ);
+    }
     record(t);
     at_break = t >= bp;
     if (at_break) bp = next_break(t);

@@ -1,10 +1,14 @@
 // Analysis drivers: options and output handling around the numerical core (newton.hpp, integrator.hpp).
 #pragma once
+#include <memory>
 #include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
+#include "engine/power.hpp"
 #include "engine/results.hpp"
 
 namespace anasim {
+
+class NewtonSolver;
 
 // Which unknowns are written: the requested outputs ("v(x)", "i(v1)"), or every visible unknown.
 // Unknown names in `outputs` are an input error.
@@ -16,11 +20,14 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
 Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 Status run_ac(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 
-// Appends one row of output per call: the selected unknowns, then every device probe (ADC codes, ...).
+// Appends one row of output per call: the selected unknowns, then every device probe (ADC codes, ...), then
+// the power probes if a meter was added.
 class Recorder {
  public:
   // Creates the signals in res (names and units). `with_probes` = false for AC (complex, unknowns only).
   Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult& res, bool with_probes = true);
+  // Adds the meter's signals (p(...), and e(...) with `energies`); record() then writes its current values.
+  void add_power(const PowerMeter* meter, bool energies);
   void record(const double* x, double t);
  private:
   const Circuit& c_;
@@ -28,7 +35,13 @@ class Recorder {
   AnalysisResult& res_;
   std::vector<const Device*> probing_;
   std::vector<double> buf_;
+  const PowerMeter* meter_ = nullptr;
+  bool energies_ = false;
 };
+
+// Power probes for analysis a: asked for by the analysis (`power: true`) or for all (.options power,
+// `anasim run --power`). Returns a meter set on s, or nullptr (and s unchanged) when not asked for.
+std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const Analysis& a, NewtonSolver& s);
 
 // Shared by the drivers: .ic values as forced unknowns.
 std::vector<std::pair<UnknownIndex, double>> forced_ics(const Circuit& c, const FlatNetlist& fn);

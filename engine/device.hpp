@@ -128,6 +128,12 @@ class Device {
   virtual void probes(std::vector<std::pair<std::string, std::string>>&) const {}
   // Values of those signals at solution x (size n_unknowns + 1) and time t [s] (0 in DC), appended to out.
   virtual void probe_values(const double* /*x*/, double /*t*/, std::vector<double>& /*out*/) const {}
+  // Power (engine/power.hpp): true if the device draws from supplies inside it that no pin connects (an op-amp
+  // without supply pins and its rails vpos/vneg). Fixed once the device is built.
+  virtual bool has_internal_supply() const { return false; }
+  // Power [W] drawn from those internal supplies at solution x (size n_unknowns + 1); it is added to the
+  // device's pin power and reported as delivered by a supply term of its own, so the sum over the circuit stays 0.
+  virtual double internal_supply_power(const double* /*x*/) const { return 0.0; }
 
  private:
   std::string name_;
@@ -146,6 +152,7 @@ class DeviceType {
   std::string model_type;           // SPICE .model type this device takes ("d"), empty if none
   bool needs_control = false;       // F/H: a controlling voltage-source name follows the nodes
   bool source_syntax = false;       // V/I: DC/AC/PULSE/... keyword syntax
+  bool supply = false;              // independent source (V, I, DAC): p(total) is the power these deliver
   bool variadic_pins = false;       // pin count depends on parameters (crossbar): parsers accept any count,
                                     // `pins` lists the pin kinds for help, create() validates the count
   ParamTable params;                // instance parameters

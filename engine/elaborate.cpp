@@ -138,6 +138,11 @@ class Elaborator {
         else return Status::input(fmt::format("unknown integration method '{}'; expected trap, gear or euler", text), a.loc);
         continue;
       }
+      if (a.name == "power") {  // a flag: `.options power`, YAML `options: {power: true}`
+        const std::string m = to_lower(text);
+        if (m == "true" || m == "yes" || m == "on") text = "1";
+        else if (m == "false" || m == "no" || m == "off") text = "0";
+      }
       double v = 1;
       if (!a.values.empty()) {
         if (Status st = evaluate_expr(text, a.values[0].loc, top_, v); !st) return st;
@@ -168,13 +173,14 @@ class Elaborator {
         else o.maxord = static_cast<int>(v);
       }
       else if (a.name == "klu") { o.klu = v != 0; }
+      else if (a.name == "power") { o.power = v != 0; }
       else if (a.name == "itl2" || a.name == "itl3" || a.name == "itl5" || a.name == "temp" || a.name == "tnom" ||
                a.name == "noacct" || a.name == "nopage" || a.name == "post" || a.name == "acct" || a.name == "sparse" ||
                a.name == "pivtol" || a.name == "pivrel" || a.name == "savecurrents" || a.name == "interp")
         continue;  // accepted for SPICE compatibility, no effect
       else
         return Status::input(fmt::format("unknown option '{}'; expected reltol, abstol, vntol, chgtol, trtol, gmin, "
-                                         "itl1, itl4, method or maxord", a.name), a.loc);
+                                         "itl1, itl4, method, maxord or power", a.name), a.loc);
       if (!st) return st;
     }
     if (o.maxord < 1 || o.maxord > 2)
@@ -487,6 +493,7 @@ class Elaborator {
       Analysis an;
       an.kind = a.kind;
       an.loc = a.loc;
+      an.power = a.power;
       const double nan = std::nan("");
       auto at = [&](const ValueExpr& e) { return e.loc.valid() ? e.loc : a.loc; };  // the offending value
       switch (a.kind) {

@@ -37,6 +37,7 @@ struct Options {
   Integration method = Integration::Trapezoidal;
   int maxord = 2;
   bool klu = true;          // accepted for ngspice compatibility (anasim always uses KLU)
+  bool power = false;       // power probes p(...) (and e(...) in tran) in every op, dc and tran (.options power)
 };
 
 struct DcSweep {
@@ -50,6 +51,7 @@ struct Analysis {
   std::vector<DcSweep> sweeps;   // DC: inner first
   double tstep = 0, tstop = 0, tstart = 0, tmax = 0;  // TRAN [s] (tmax 0 = default)
   bool uic = false;
+  bool power = false;            // OP, DC, TRAN: power probes (or Options::power for every analysis)
   std::string variation;         // AC: "dec" | "oct" | "lin"
   int points = 0;
   double fstart = 0, fstop = 0;  // AC [Hz]

@@ -26,9 +26,11 @@ void Integrator::prepare(LoadContext& ctx, Integration method, int order, double
   if (h_[1] == 0.0) h_[1] = h_[2] = h_[3] = h;  // flat start
   const double* q1 = q_[1].data();
   if (order == 1 || method == Integration::BackwardEuler) {
+    rule_ = 1;
     ag0_ = 1.0 / h;
     for (int s = 0; s < n_; ++s) hist_[s] = -ag0_ * q1[s];
   } else if (method == Integration::Trapezoidal) {
+    rule_ = 2;
     ag0_ = 2.0 / h;
     const double* i1 = i_[1].data();
     for (int s = 0; s < n_; ++s) hist_[s] = -ag0_ * q1[s] - i1[s];
@@ -37,12 +39,21 @@ void Integrator::prepare(LoadContext& ctx, Integration method, int order, double
     ag0_ = (2 * h1 + h2) / (h1 * (h1 + h2));
     const double a1 = -(h1 + h2) / (h1 * h2);
     const double a2 = h1 / (h2 * (h1 + h2));
+    rule_ = 3;
+    gear_a1_ = a1;
+    gear_a2_ = a2;
     const double* q2 = q_[2].data();
     for (int s = 0; s < n_; ++s) hist_[s] = a1 * q1[s] + a2 * q2[s];
   }
   ctx.ag0 = ag0_;
   ctx.hist = hist_.data();
   ctx.q = q_[0].data();
+}
+
+double Integrator::integrate(double y1, double y2, double f0, double f1) const {
+  if (rule_ == 1) return y1 + h_[0] * f0;
+  if (rule_ == 2) return y1 + 0.5 * h_[0] * (f0 + f1);
+  return (f0 - gear_a1_ * y1 - gear_a2_ * y2) / ag0_;
 }
 
 void Integrator::finish(const LoadContext&) {

@@ -26,6 +26,10 @@ class Integrator {
   // Initialises history from the states written by a DC load (or init_uic): q1 = q0, dq/dt = 0.
   void start_from_dc(const LoadContext& ctx);
   std::vector<double>& q0() { return q_[0]; }
+  // Integrates another quantity y' = f over the last prepared step with the same rule (method, order, step):
+  // returns y0 from y1, y2 (values at the last two accepted points), f0 (at the new point) and f1 (at the last
+  // accepted point). Used for the energies of the power probes [J from W].
+  double integrate(double y1, double y2, double f0, double f1) const;
 
  private:
   int n_;
@@ -35,6 +39,9 @@ class Integrator {
   double h_[4] = {0, 0, 0, 0}; // step sizes: h_[0] current, h_[1] previous, ...
   int valid_ = 1;              // number of valid history points in q_[1..]
   double ag0_ = 0;
+  // The rule of the last prepare(): 1 = backward Euler, 2 = trapezoidal, 3 = Gear-2 (i = ag0 q0 + a1 q1 + a2 q2).
+  int rule_ = 1;
+  double gear_a1_ = 0, gear_a2_ = 0;
 };
 
 // Initial guess for Newton at a new timepoint (SPICE's predictor, ngspice DEVpred): the solution extrapolated

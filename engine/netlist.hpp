@@ -77,6 +77,8 @@ struct AnalysisSpec {
   // TRAN: tstep tstop [tstart [tmax]] [uic]
   ValueExpr tstep, tstop, tstart, tmax;
   bool uic = false;
+  // OP, DC, TRAN: power probes p(...) (YAML `power: true`; SPICE decks use `.options power` for all analyses)
+  bool power = false;
   // AC: variation dec|oct|lin, points, fstart, fstop
   std::string variation;
   ValueExpr points, fstart, fstop;

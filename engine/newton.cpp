@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include "engine/power.hpp"
 
 namespace anasim {
 
@@ -28,7 +29,8 @@ void NewtonSolver::load() {
   ctx_.x = x_.data();
   ctx_.A = A_.data();
   ctx_.b = b_.data();
-  for (const auto& d : c_.devices()) d->load(ctx_);
+  if (meter_) meter_->load(ctx_);
+  else for (const auto& d : c_.devices()) d->load(ctx_);
   if (gdiag_ > 0) {
     const auto& diag = c_.diag();
     for (int u = 0; u < c_.n(); ++u)
@@ -40,6 +42,15 @@ void NewtonSolver::load() {
       b_[u.v] += 1e10 * v * ctx_.srcfact;
     }
   }
+}
+
+bool NewtonSolver::solve_last(double* r) {
+  if (!lu_.factored() || A_factored_.empty() || gdiag_ > 0 ||
+      (ctx_.mode == LoadContext::Mode::Dc && !forced_.empty()))
+    return false;
+  lu_.solve(r);
+  r[c_.n()] = 0.0;
+  return true;
 }
 
 bool NewtonSolver::factor_and_solve(std::string& err) {

@@ -10,6 +10,8 @@
 
 namespace anasim {
 
+class PowerMeter;
+
 class NewtonSolver {
  public:
   NewtonSolver(Circuit& c, const Options& opt);
@@ -22,6 +24,9 @@ class NewtonSolver {
 
   // Node voltages forced during a DC solve with a 1e10 S conductance (SPICE .ic / nodeset semantics).
   void set_forced(std::vector<std::pair<UnknownIndex, double>> f) { forced_ = std::move(f); }
+  // Power probes (engine/power.hpp): while set, every load goes through the meter (same stamps, same order),
+  // which keeps each device's share. nullptr = off.
+  void set_power_meter(PowerMeter* m) { meter_ = m; }
 
   // Newton iteration from the current x() with the current ctx() settings (mode, time, srcfact, states).
   // A circuit without nonlinear devices is solved with one linear solve. Returns a numerical error naming
@@ -35,6 +40,10 @@ class NewtonSolver {
 
   // Stamps all devices at x() into A/b without solving (used by AC to linearise at the operating point).
   void load();
+  // Solves A d = r in place with the factors of the last Newton iteration's matrix (r: size n + 1; entry n is
+  // ground, left 0). Returns false, r unchanged, if there are no factors or that matrix held more than the
+  // device stamps (gmin stepping, forced .ic values). Used to refine the solution the power probes use.
+  bool solve_last(double* r);
 
   SolverStats stats() const;
   long newton_iterations() const { return iterations_; }
@@ -51,6 +60,7 @@ class NewtonSolver {
   LoadContext ctx_;
   double gdiag_ = 0.0;  // [S] gmin-stepping conductance from every node to ground
   std::vector<std::pair<UnknownIndex, double>> forced_;
+  PowerMeter* meter_ = nullptr;
   long iterations_ = 0;
   long reused_ = 0;
   std::vector<double> last_dx_;  // for error reports

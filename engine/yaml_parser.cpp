@@ -773,7 +773,7 @@ class YamlParser {
     std::map<std::string, const Entry*> by_key;
     for (const Entry& e : es) {
       if (e.key == "type") continue;
-      bool known = false;
+      bool known = e.key == "power" && a.kind != AnalysisSpec::Kind::Ac;  // op, dc, tran: power probes
       for (const std::string& k : allowed) known = known || k == e.key;
       if (!known) {
         std::string list;
@@ -794,27 +794,30 @@ class YamlParser {
       if (it == by_key.end()) return true;
       return scalar(it->second->value, fmt::format("'{}' of the {}", k, what), loc(it->second->key_node), v);
     };
+    // An optional true/false key.
+    auto flag = [&](const char* k, bool& v) {
+      auto it = by_key.find(k);
+      if (it == by_key.end()) return true;
+      const YAML::Node& u = it->second->value;
+      std::string s = u.IsScalar() ? to_lower(u.Scalar()) : std::string();
+      if (s == "true" || s == "yes" || s == "1" || s == "on") {
+        v = true;
+      } else if (s == "false" || s == "no" || s == "0" || s == "off") {
+        v = false;
+      } else {
+        return err(loc(u, loc(it->second->key_node)),
+                   fmt::format("expected true or false for '{}' of the {}, got {}", k, what, node_kind(u)));
+      }
+      return true;
+    };
+    if (!flag("power", a.power)) return false;
     switch (a.kind) {
       case AnalysisSpec::Kind::Op:
       case AnalysisSpec::Kind::Extension:  // handled above
         return true;
       case AnalysisSpec::Kind::Tran: {
         bool ok = req("tstep", a.tstep) && req("tstop", a.tstop) && opt("tstart", a.tstart) && opt("tmax", a.tmax);
-        if (!ok) return false;
-        auto it = by_key.find("uic");
-        if (it != by_key.end()) {
-          const YAML::Node& u = it->second->value;
-          std::string s = u.IsScalar() ? to_lower(u.Scalar()) : std::string();
-          if (s == "true" || s == "yes" || s == "1" || s == "on") {
-            a.uic = true;
-          } else if (s == "false" || s == "no" || s == "0" || s == "off") {
-            a.uic = false;
-          } else {
-            return err(loc(u, loc(it->second->key_node)),
-                       fmt::format("expected true or false for 'uic' of the tran analysis, got {}", node_kind(u)));
-          }
-        }
-        return true;
+        return ok && flag("uic", a.uic);
       }
       case AnalysisSpec::Kind::Ac: {
         auto it = by_key.find("variation");
@@ -874,7 +877,7 @@ class YamlParser {
           f[k] = &e;
           known = true;
         }
-      if (!known && e.key != "sweeps" && e.key != "type")
+      if (!known && e.key != "sweeps" && e.key != "type" && e.key != "power")
         return err(loc(e.key_node), fmt::format("unknown key '{}' in a dc sweep; expected source, start, stop, step",
                                                 e.key));
     }
