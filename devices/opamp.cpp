@@ -35,7 +35,8 @@ const ParamTable& opamp_params() {
       {"rout", "ohm", 1.0, 0, kInf, "open-loop output resistance (levels 1, 2)", ParamKind::Real, true},
       {"ilim", "A", kInf, 0, kInf, "output current limit, inf = none (level 2)", ParamKind::Real, true},
       {"cmrr", "dB", kInf, 0, kInf, "common-mode rejection ratio, inf = none (level 2)"},
-      {"iq", "A", 0.0, 0, kInf, "quiescent current from vcc to vee (level 2, with supply pins)"},
+      {"iq", "A", 0.0, 0, kInf, "quiescent current from vcc to vee (level 2; without supply pins drawn from the "
+                                "internal rails, in the power probes only)"},
       {"headroom_hi", "V", 0.0, 0, kInf, "output swing limit below the positive rail (levels 1, 2)"},
       {"headroom_lo", "V", 0.0, 0, kInf, "output swing limit above the negative rail (levels 1, 2)"},
       {"vpos", "V", 15.0, -kInf, kInf, "positive rail when there are no supply pins"},
