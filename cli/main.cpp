@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include "cli/nn_commands.hpp"
@@ -14,6 +16,7 @@
 #include "engine/export_spice.hpp"
 #include "engine/montecarlo.hpp"
 #include "engine/output.hpp"
+#include "engine/output_file.hpp"
 #include "engine/parse.hpp"
 #include "engine/simulate.hpp"
 #include "nn/analyses.hpp"
@@ -103,17 +106,20 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
     if (Status st = run_monte_carlo(pn, builtin_catalog(), mc_trials, seed, r.mc); !st) return report(st);
   const double t_sim = since(t1);
   t1 = std::chrono::steady_clock::now();
-  if (!h5.empty())
+  if (!h5.empty()) {
     if (Status st = write_hdf5(r, h5); !st) return report(st);
+    if (is_stdout_name(h5)) ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the file went to stdout: summary to stderr
+  }
   if (!csv.empty())
     if (Status st = write_csv(r, csv); !st) return report(st);
   print_summary(r, since(t0), t_parse, t_elab, t_sim, since(t1));
   if (r.mc.trials > 0) print_mc(r.mc);
   // Everything is written and closed; skip tearing down the netlist and results (10^5-device netlists
-  // take longer to free than to simulate) and let the OS reclaim the memory.
-  std::fflush(stdout);
+  // take longer to free than to simulate) and let the OS reclaim the memory. A summary lost to a full disk or a
+  // closed pipe is still an error.
+  const int rc = report(finish_stdout());
   std::fflush(stderr);
-  std::_Exit(0);
+  std::_Exit(rc);
 }
 
 int cmd_export(const std::string& file, const AnalysisCatalog& analyses, const std::string& out) {
@@ -121,7 +127,7 @@ int cmd_export(const std::string& file, const AnalysisCatalog& analyses, const s
   FlatNetlist fn;
   if (Status st = load(file, analyses, pn, fn); !st) return report(st);
   if (Status st = export_spice(fn, out); !st) return report(st);
-  fmt::print("wrote {}\n", out);
+  if (!is_stdout_name(out)) fmt::print("wrote {}\n", out);
   return 0;
 }
 
@@ -157,7 +163,8 @@ int cmd_devices() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// The subcommand the command line names; its exit code.
+static int run_command(int argc, char** argv) {
   try {
     CLI::App app{"anasim: circuit simulator for analog neural networks"};
     app.require_subcommand(1);
@@ -170,7 +177,7 @@ int main(int argc, char** argv) {
     unsigned long long seed = 1;
     run->add_option("--mc", mc_trials, "Monte Carlo: number of trials drawing every parameter tolerance")
         ->check(CLI::Range(1, 10000000));
-    run->add_option("--seed", seed, "Monte Carlo seed (same seed, same numbers)");
+    run->add_option("--seed", seed, "Monte Carlo seed (same seed, same numbers)")->check(seed_validator());
     bool power = false;
     run->add_flag("--power", power, "power probes p(...) in every op, dc and tran, energies e(...) in tran "
                                     "(as .options power)");
@@ -193,8 +200,24 @@ int main(int argc, char** argv) {
     if (*dev) return cmd_devices();
     if (const int rc = run_nn(); rc >= 0) return rc;
     return 1;
+  } catch (const std::bad_alloc&) {
+    throw;  // reported by main() with context
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
+}
+
+// The command's exit code; printed results (--json, summaries) lost to a full disk or a closed pipe make it fail.
+int main(int argc, char** argv) {
+  int rc = 1;
+  try {
+    rc = run_command(argc, argv);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of memory (the netlist, an analysis's results or a data set needs more memory than "
+                       "is available; reduce the number of points, devices or samples)\n");
+    return 1;
+  }
+  if (Status st = finish_stdout(); !st && rc == 0) rc = report(st);
+  return rc;
 }

@@ -2,17 +2,20 @@
 #include "cli/nn_commands.hpp"
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <iterator>
 #include <omp.h>
 #include <unistd.h>
 #include "engine/export_spice.hpp"
+#include "engine/output_file.hpp"
 #include "nn/dataset.hpp"
 #include "nn/evaluate.hpp"
 #include "nn/fast_eval.hpp"
@@ -167,7 +170,32 @@ int cmd_train(NnArgs& a) {
 
 int cmd_eval_hw(const NnArgs& a);
 
+// Options given on the command line that the chosen kind of evaluation would ignore: an error naming them.
+Status check_eval_options(const NnArgs& a) {
+  static const char* hw_only[] = {"--mode", "--samples", "--reference", "--reference-cold", "--json"};
+  static const char* digital_only[] = {"--noise", "--trials", "--seed"};
+  const bool hw = !a.config.empty();
+  std::vector<std::string> bad;
+  const std::vector<const char*> options = hw ? std::vector<const char*>(std::begin(digital_only), std::end(digital_only))
+                                              : std::vector<const char*>(std::begin(hw_only), std::end(hw_only));
+  for (const char* o : options)
+    if (a.eval->count(o) > 0) bad.push_back(o);
+  if (bad.empty()) return {};
+  return Status::input(fmt::format("{} {} only with{} --config (the {} evaluation ignores {})", fmt::join(bad, ", "),
+                                   bad.size() == 1 ? "applies" : "apply", hw ? "out" : "", hw ? "hardware" : "digital",
+                                   bad.size() == 1 ? "it" : "them"));
+}
+
+// --samples: 0 = all of the test set's `available` images; negative or more than available is an error.
+Status check_samples(int samples, long available) {
+  if (samples < 0) return Status::input(fmt::format("--samples must be >= 0 (0 = all), got {}", samples));
+  if (samples > available)
+    return Status::input(fmt::format("--samples {} exceeds the {} images of the test set", samples, available));
+  return {};
+}
+
 int cmd_eval(const NnArgs& a) {
+  if (Status st = check_eval_options(a); !st) return report(st);
   if (!a.config.empty()) return cmd_eval_hw(a);
   if (a.model.empty()) return report(Status::input("a model file is required (positional or --model)"));
   if (!(a.eval_noise >= 0.0) || a.trials < 1)
@@ -239,6 +267,7 @@ std::string json_num(double v) { return std::isfinite(v) ? fmt::format("{:.10g}"
 int cmd_eval_hw(const NnArgs& a) {
   HwSetup h;
   if (Status st = load_hw_setup(a, h); !st) return report(st);
+  if (Status st = check_samples(a.samples, h.test.size()); !st) return report(st);
   EvalReport r;
   Status st = run_eval(h.net, h.cfg, h.calib(), h.test, a.samples, a.reference, r, !a.reference_cold);
   if (!st) return report(st);
@@ -297,11 +326,8 @@ int cmd_export_spice(const NnArgs& a) {
   if (Status st = build_netlist(hw, codes, static_cast<std::uint64_t>(a.sample), fn, names); !st) return report(st);
   fn.title = fmt::format("{} - test image {} (label {})", fn.title, a.sample, h.test.labels[a.sample]);
   if (Status st = anasim::export_spice(fn, a.output); !st) return report(st);
-  if (!a.yaml_out.empty()) {
-    std::ofstream f(a.yaml_out);
-    f << netlist_yaml(fn);
-    if (!f.good()) return report(Status::fail(ErrorKind::Other, fmt::format("cannot write '{}'", a.yaml_out)));
-  }
+  if (!a.yaml_out.empty())
+    if (Status st = write_output_file(a.yaml_out, netlist_yaml(fn)); !st) return report(st);
   fmt::print("wrote {} ({} devices, {} nodes): test image {}, label {}; outputs {} ... (pre-ADC)\n", a.output,
              fn.devices.size(), fn.node_names.size() - 1, a.sample, h.test.labels[a.sample],
              names.tia_out.back().front());
@@ -312,6 +338,7 @@ int cmd_mc(const NnArgs& a) {
   HwSetup h;
   if (Status st = load_hw_setup(a, h); !st) return report(st);
   if (a.mc_trials < 1) return report(Status::input("--trials must be at least 1"));
+  if (Status st = check_samples(a.samples, h.test.size()); !st) return report(st);
   McOptions o;
   o.trials = a.mc_trials;
   o.seed = a.mc_seed;
@@ -359,6 +386,20 @@ int cmd_import(const NnArgs& a) {
 
 }  // namespace
 
+const CLI::Validator& seed_validator() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        if (digits) std::strtoull(s.c_str(), nullptr, 10);
+        if (!digits || errno == ERANGE)
+          return fmt::format("seed '{}' is not an integer from 0 to 18446744073709551615 (2^64 - 1)", s);
+        return {};
+      },
+      "UINT64");
+  return v;
+}
+
 std::function<int()> add_nn_commands(CLI::App& app) {
   auto a = std::make_shared<NnArgs>();
   CLI::App* nn = app.add_subcommand("nn", "neural networks: train, evaluate and import MLP models");
@@ -380,7 +421,9 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   t->add_option("--lr", a->opt.lr, "initial learning rate")->capture_default_str();
   t->add_option("--schedule", a->schedule, "learning-rate schedule: cosine or constant")->capture_default_str();
   t->add_option("--batch", a->opt.batch, "minibatch size")->capture_default_str();
-  t->add_option("--seed", a->opt.seed, "random seed (initialisation, order, shifts, noise)")->capture_default_str();
+  t->add_option("--seed", a->opt.seed, "random seed (initialisation, order, shifts, noise)")
+      ->check(seed_validator())
+      ->capture_default_str();
   t->add_option("--noise", a->opt.noise, "hardware-aware training: weight noise sigma, w*(1+sigma*N(0,1))")
       ->capture_default_str();
   t->add_option("--optimizer", a->optimizer, "adam or sgd (with momentum)")->capture_default_str();
@@ -404,7 +447,7 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   a->eval->add_option("--noise", a->eval_noise, "also evaluate with weight noise w*(1+sigma*N(0,1))")
       ->capture_default_str();
   a->eval->add_option("--trials", a->trials, "noise draws to average")->capture_default_str();
-  a->eval->add_option("--seed", a->opt.seed, "seed of the noise draws")->capture_default_str();
+  a->eval->add_option("--seed", a->opt.seed, "seed of the noise draws")->check(seed_validator())->capture_default_str();
 
   a->import = nn->add_subcommand("import-keras", "convert a Keras HDF5 dense model into an anasim model file");
   a->import->add_option("keras_file", a->model, "Keras .h5 file")->required();
@@ -427,7 +470,7 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   data_options(m);
   m->add_option("--mode", a->mode, "analog or hybrid (overrides the config)");
   m->add_option("--trials", a->mc_trials, "trials per sweep point")->capture_default_str();
-  m->add_option("--seed", a->mc_seed, "seed of the mismatch draws")->capture_default_str();
+  m->add_option("--seed", a->mc_seed, "seed of the mismatch draws")->check(seed_validator())->capture_default_str();
   m->add_option("--samples", a->samples, "test images per trial (0 = all)")->capture_default_str();
   m->add_option("--sweep", a->sweep, "PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep");
   m->add_option("-o,--output", a->output, "write the per-trial accuracies to this HDF5 file");

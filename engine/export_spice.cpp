@@ -1,9 +1,10 @@
 // SPICE deck writer (see export_spice.hpp) and the default DeviceType::spice_line.
 #include "engine/export_spice.hpp"
+#include "engine/output_file.hpp"
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <fmt/format.h>
 
@@ -36,6 +37,24 @@ std::string DeviceType::spice_line(const FlatDevice& fd, const std::vector<std::
     }
   }
   return s;
+}
+
+Status check_spice_names(const FlatNetlist& fn) {
+  // ngspice splits a card at white space, '=', '(', ')' and ',', takes ';' and '$' as comment starts and
+  // quotes as string delimiters: a node named with any of them would be read as something else.
+  auto bad = [](const std::string& n) {
+    if (n.empty()) return true;
+    for (unsigned char c : n)
+      if (c <= ' ' || c >= 0x7f || std::strchr("=(),;$'\"{}", c)) return true;
+    return false;
+  };
+  for (size_t k = 1; k < fn.node_names.size(); ++k)
+    if (bad(fn.node_names[k]))
+      return Status::input(fmt::format("cannot export to SPICE: node name '{}' holds a character ngspice cannot read "
+                                       "in a node name (white space, control characters, = ( ) , ; $ quotes or braces); "
+                                       "rename the node",
+                                       fn.node_names[k]));
+  return {};
 }
 
 std::string spice_deck(const FlatNetlist& fn) {
@@ -108,23 +127,8 @@ std::string spice_deck(const FlatNetlist& fn) {
 }
 
 Status export_spice(const FlatNetlist& fn, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}'", path));
-    f << spice_deck(fn);
-    if (!f.good()) {
-      std::remove(tmp.c_str());
-      return Status::fail(ErrorKind::Other, fmt::format("error writing '{}'", path));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, ec.message()));
-  }
-  return {};
+  if (Status st = check_spice_names(fn); !st) return st;
+  return write_output_file(path, spice_deck(fn));
 }
 
 }  // namespace anasim

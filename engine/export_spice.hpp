@@ -8,7 +8,12 @@ namespace anasim {
 // Deck text for `fn`: title, models, devices (via DeviceType::spice_line), .options, .ic, analyses, .end.
 std::string spice_deck(const FlatNetlist& fn);
 
-// Writes spice_deck(fn) to path (temporary file, then rename).
+// Refuses node names ngspice would read as something else (white space, control characters, = ( ) , ; $
+// quotes, braces) with a message naming the node.
+Status check_spice_names(const FlatNetlist& fn);
+
+// Writes spice_deck(fn) to path through write_output_file() (unique temporary, checked writes, rename;
+// "-" = standard output) after check_spice_names().
 Status export_spice(const FlatNetlist& fn, const std::string& path);
 
 }  // namespace anasim

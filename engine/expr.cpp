@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <fmt/format.h>
 #include "engine/limiting.hpp"
@@ -31,8 +32,8 @@ bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0;
 bool is_ident_char(char c) { return is_alpha(c) || is_digit(c) || c == '_'; }
 
 // Scale factor of the letters following a number ("meg", "k", "uF", "ohm" -> 1).
-double suffix_scale(const std::string& letters) {
-  std::string l = to_lower(letters);
+double suffix_scale(std::string_view letters) {
+  std::string l = to_lower(std::string(letters));
   if (l.empty()) return 1.0;
   if (l.compare(0, 3, "meg") == 0) return 1e6;
   if (l.compare(0, 3, "mil") == 0) return 25.4e-6;
@@ -52,8 +53,9 @@ double suffix_scale(const std::string& letters) {
 enum class NumScan { NotANumber, Ok, OutOfRange };
 
 // Scans an unsigned SPICE number starting at s[pos]: mantissa, optional exponent, optional suffix/unit
-// letters. On Ok, `end` is one past the last consumed character.
-NumScan scan_number(const std::string& s, size_t pos, double& value, size_t& end) {
+// letters. On Ok and OutOfRange (a magnitude beyond a double's range, e.g. 1e-400 or 1e400), `end` is one past
+// the last character of the number. A view, so scanning the numbers of a long expression stays linear.
+NumScan scan_number(std::string_view s, size_t pos, double& value, size_t& end) {
   size_t p = pos;
   size_t n = s.size();
   bool digits = false;
@@ -74,13 +76,13 @@ NumScan scan_number(const std::string& s, size_t pos, double& value, size_t& end
   }
   double mant = 0.0;
   auto res = std::from_chars(s.data() + pos, s.data() + p, mant);
-  if (res.ec == std::errc::result_out_of_range) return NumScan::OutOfRange;
-  if (res.ec != std::errc() || res.ptr != s.data() + p) return NumScan::NotANumber;
   size_t q = p;
   while (q < n && is_alpha(s[q])) ++q;
-  value = mant * suffix_scale(s.substr(p, q - p));
-  if (!std::isfinite(value)) return NumScan::OutOfRange;
   end = q;
+  if (res.ec == std::errc::result_out_of_range) return NumScan::OutOfRange;
+  if (res.ec != std::errc() || res.ptr != s.data() + p) return NumScan::NotANumber;
+  value = mant * suffix_scale(s.substr(p, q - p));
+  if (!std::isfinite(value) || (value == 0.0 && mant != 0.0)) return NumScan::OutOfRange;
   return NumScan::Ok;
 }
 
@@ -334,7 +336,7 @@ class ExprParser {
 
   bool number(V& v) {
     size_t start = p_;
-    std::string rest = s_.substr(start, end_ - start);
+    const std::string_view rest = std::string_view(s_).substr(start, end_ - start);
     size_t len = 0;
     double x = 0;
     NumScan r = scan_number(rest, 0, x, len);
@@ -343,8 +345,10 @@ class ExprParser {
     if (!clean) {
       size_t run = 0;
       while (run < rest.size() && (is_ident_char(rest[run]) || rest[run] == '.')) ++run;
-      std::string tok = rest.substr(0, std::max(run, len));
-      if (r == NumScan::OutOfRange) return error(start, fmt::format("number out of range '{}'", tok));
+      std::string tok(rest.substr(0, std::max(run, len)));
+      if (r == NumScan::OutOfRange)
+        return error(start, fmt::format("number '{}' is out of range (a double holds magnitudes from about 2.2e-308 "
+                                        "to 1.8e308)", std::string(rest.substr(0, len))));
       return error(start, fmt::format("bad number '{}'", tok));
     }
     p_ = start + len;

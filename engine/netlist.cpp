@@ -49,6 +49,13 @@ bool read_text_file(const std::string& path, std::string& text, std::string& why
     why = std::strerror(EISDIR);
     return false;
   }
+  // Device nodes (/dev/zero, /dev/urandom) never end: refused. Pipes are read up to kMaxStreamBytes.
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::character || type == std::filesystem::file_type::block) {
+    why = "a device, not a netlist file";
+    return false;
+  }
+  constexpr std::size_t kMaxStreamBytes = std::size_t(1) << 30;
   errno = 0;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) {
@@ -63,7 +70,14 @@ bool read_text_file(const std::string& path, std::string& text, std::string& why
   }
   char buf[1 << 16];  // then whatever else there is (pipes, a file that grew)
   size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    text.append(buf, got);
+    if (text.size() > kMaxStreamBytes && type != std::filesystem::file_type::regular) {
+      std::fclose(f);
+      why = "more than 1 GiB from a pipe or stream";
+      return false;
+    }
+  }
   bool failed = std::ferror(f) != 0;
   int e = errno;
   std::fclose(f);

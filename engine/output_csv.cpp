@@ -1,6 +1,7 @@
 // CSV writer: one file per analysis (DIR/<group>.csv), header row of column names, numbers in shortest round-trip form (exact doubles).
-// Each file is written to "<file>.tmp" and renamed into place, so a reader never sees half a file.
+// The files are written through one OutputSet (engine/output_file.hpp): all replaced, or none.
 #include "engine/output.hpp"
+#include "engine/output_file.hpp"
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -140,24 +141,10 @@ bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   return std::fflush(f) == 0 && !std::ferror(f);
 }
 
-// Writes `text` to FILE through "<file>.tmp" and a rename.
-Status write_text_atomic(const std::string& file, const std::string& text) {
-  const std::string tmp = file + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", file, std::strerror(errno)));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
-  int err = ok ? 0 : errno;
-  if (std::fclose(f) != 0 && ok) { ok = false; err = errno; }
-  std::error_code ec;
-  if (ok) {
-    fs::rename(tmp, file, ec);
-    if (ec) { ok = false; err = ec.value(); }
-  }
-  if (!ok) {
-    fs::remove(tmp, ec);
-    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", file, err ? std::strerror(err) : "I/O error"));
-  }
-  return Status::success();
+// The error of a failed write, read from errno right after it.
+Status write_error(const std::string& file) {
+  const int e = errno;
+  return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", file, e ? std::strerror(e) : "I/O error"));
 }
 
 }  // namespace
@@ -167,35 +154,29 @@ Status write_csv(const RunResults& r, const std::string& dir) {
   fs::create_directories(dir, ec);
   if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
 
+  // Every file is complete under its temporary name before any is renamed: the directory never holds files
+  // of two runs.
+  OutputSet set;
+  Status st;
   for (const auto& a : r.analyses) {
     if (!a.scalars.empty()) {  // DIR/<group>_summary.csv: name,value,unit
       std::string text = "name,value,unit\n";
       for (const ResultScalar& x : a.scalars)
         text += fmt::format("{},{},{}\n", csv_field(x.name), x.value, csv_field(x.unit));
-      if (Status st = write_text_atomic((fs::path(dir) / (a.group + "_summary.csv")).string(), text); !st) return st;
+      OutputFile* f = set.add((fs::path(dir) / (a.group + "_summary.csv")).string(), &st);
+      if (!f) return st;
+      if (!f->write(text.data(), text.size())) return write_error(f->target());
     }
     const std::string file = (fs::path(dir) / (a.group + ".csv")).string();
     const long rows = table_rows(a);
     if (rows < 0)
       return Status::fail(ErrorKind::Other,
                           fmt::format("cannot write '{}': columns of analysis '{}' differ in length", file, a.group));
-    const std::string tmp = file + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", file, std::strerror(errno)));
-    bool ok = write_table(a, rows, f);
-    int err = ok ? 0 : errno;
-    if (std::fclose(f) != 0 && ok) { ok = false; err = errno; }
-    if (ok) {
-      fs::rename(tmp, file, ec);
-      if (ec) { ok = false; err = ec.value(); }
-    }
-    if (!ok) {
-      fs::remove(tmp, ec);
-      return Status::fail(ErrorKind::Other,
-                          fmt::format("cannot write '{}': {}", file, err ? std::strerror(err) : "I/O error"));
-    }
+    OutputFile* f = set.add(file, &st);
+    if (!f) return st;
+    if (!write_table(a, rows, f->stream())) return write_error(file);
   }
-  return Status::success();
+  return set.commit();
 }
 
 }  // namespace anasim

@@ -1,11 +1,18 @@
 // HDF5 writer: one group per analysis holding the sweep variable and one 1-D double dataset per signal
 // (AC: magnitude "vm(x)" and phase "vp(x)" in degrees), a "unit" attribute on every dataset and the solver
-// statistics and any summary scalars (ResultScalar) as group attributes. Written to "<path>.tmp" and renamed into place when complete.
+// statistics and any summary scalars (ResultScalar) as group attributes. Built in memory and written by OutputFile.
 #include "engine/output.hpp"
+#include "engine/output_hdf5.hpp"
+#include "engine/output_file.hpp"
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
 #include <filesystem>
 #include <map>
+#include <unordered_set>
 #include <system_error>
 #include <H5Cpp.h>
 #include <fmt/format.h>
@@ -47,10 +54,16 @@ void attr_int64(H5::H5Object& obj, const char* name, long value) {
   a.write(H5::PredType::NATIVE_INT64, &v);
 }
 
+// Datasets up to this size [bytes] are stored compact (in the object header): one metadata block instead of a
+// header plus a data block, for the one-value datasets of an operating point.
+constexpr hsize_t kCompactBytes = 4096;
+
 void dataset(H5::Group& g, const std::string& name, const std::vector<double>& x, const std::string& unit) {
   const hsize_t n = x.size();
   H5::DataSpace space(1, &n);
-  H5::DataSet d = g.createDataSet(name, H5::PredType::IEEE_F64LE, space);
+  H5::DSetCreatPropList dcpl;
+  if (n * sizeof(double) <= kCompactBytes) dcpl.setLayout(H5D_COMPACT);
+  H5::DataSet d = g.createDataSet(name, H5::PredType::IEEE_F64LE, space, dcpl);
   if (n > 0) d.write(x.data(), H5::PredType::NATIVE_DOUBLE);
   attr_string(d, "unit", unit);
 }
@@ -67,8 +80,36 @@ H5::Group create_group(H5::H5File& file, const std::string& name) {
   return g;
 }
 
+// Link names of one group made unique: a name that link_name() changed may meet another ("a/b" and "a|b" both
+// give "a|b"); the later one gets "~2", "~3", ... and every changed name keeps the original in a "name" attribute.
+class LinkNames {
+ public:
+  std::string add(const std::string& original, const char* fallback) {
+    std::string n = link_name(original, fallback);
+    if (!used_.insert(n).second) {
+      const std::string base = n;
+      for (int k = 2; !used_.insert(n = fmt::format("{}~{}", base, k)).second; ++k) {}
+    }
+    return n;
+  }
+
+ private:
+  std::unordered_set<std::string> used_;
+};
+
+void signal_dataset(H5::Group& g, LinkNames& names, const std::string& original, const char* fallback,
+                    const std::vector<double>& x, const std::string& unit) {
+  const std::string n = names.add(original, fallback);
+  dataset(g, n, x, unit);
+  if (n != original) {
+    H5::DataSet d = g.openDataSet(n);
+    attr_string(d, "name", original);
+  }
+}
+
 void write_analysis(H5::H5File& file, const AnalysisResult& a) {
   H5::Group g = create_group(file, link_name(a.group, "analysis"));
+  LinkNames names;
   attr_string(g, "kind", a.kind);
   const SolverStats& st = a.stats;
   attr_int64(g, "newton_iterations", st.newton_iterations);
@@ -89,11 +130,11 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
   }
 
   if (a.kind != "op") {
-    const std::string sweep = link_name(a.sweep_name, "sweep");
+    const std::string sweep = names.add(a.sweep_name, "sweep");
     attr_string(g, "sweep", sweep);
     dataset(g, sweep, a.sweep, a.sweep_unit);
     if (!a.sweep2.empty() || !a.sweep2_name.empty()) {
-      const std::string sweep2 = link_name(a.sweep2_name, "sweep2");
+      const std::string sweep2 = names.add(a.sweep2_name, "sweep2");
       attr_string(g, "sweep2", sweep2);
       const char c = a.sweep2_name.empty() ? ' ' : a.sweep2_name[0];  // outer source: "v..." or "i..."
       dataset(g, sweep2, a.sweep2, c == 'i' ? "A" : c == 'v' ? "V" : "");
@@ -101,7 +142,7 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
   }
 
   if (!a.complex()) {
-    for (const auto& s : a.signals) dataset(g, link_name(s.name, "signal"), s.re, s.unit);
+    for (const auto& s : a.signals) signal_dataset(g, names, s.name, "signal", s.re, s.unit);
     return;
   }
   constexpr double deg = 180.0 / 3.14159265358979323846;
@@ -113,27 +154,152 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
       ph[k] = std::atan2(im, re) * deg;
     }
     auto [m, p] = ac_names(s);
-    dataset(g, link_name(m, "magnitude"), mag, s.unit);
-    dataset(g, link_name(p, "phase"), ph, "deg");
+    signal_dataset(g, names, m, "magnitude", mag, s.unit);
+    signal_dataset(g, names, p, "phase", ph, "deg");
   }
+}
+
+// /mc: per-trial values of every measurement ("/" in measurement names becomes a subgroup).
+void write_mc(H5::H5File& file, const McResults& r_mc) {
+  H5::Group mc = create_group(file, "mc");
+  attr_int64(mc, "trials", r_mc.trials);
+  attr_int64(mc, "seed", static_cast<long>(r_mc.seed));
+  std::map<std::string, H5::Group> sub;
+  for (const auto& m : r_mc.measurements) {
+    auto slash = m.name.find('/');
+    std::string gname = slash == std::string::npos ? "" : m.name.substr(0, slash);
+    std::string dname = link_name(slash == std::string::npos ? m.name : m.name.substr(slash + 1), "value");
+    H5::Group* g = &mc;
+    if (!gname.empty()) {
+      auto it = sub.find(gname);
+      if (it == sub.end()) it = sub.emplace(gname, mc.createGroup(link_name(gname, "group"))).first;
+      g = &it->second;
+    }
+    dataset(*g, dname, m.values, m.unit);
+    H5::DataSet d = g->openDataSet(dname);
+    for (auto [nm, v] : {std::pair<const char*, double>{"mean", m.mean}, {"std", m.std}, {"min", m.min}, {"max", m.max}}) {
+      H5::Attribute a = d.createAttribute(nm, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
+      a.write(H5::PredType::NATIVE_DOUBLE, &v);
+    }
+  }
+}
+
+// Upper estimate of the file size [bytes]: the data plus about 1 KiB of metadata per dataset.
+std::size_t expected_hdf5_bytes(const RunResults& r) {
+  std::size_t bytes = 1 << 16;
+  for (const auto& a : r.analyses) {
+    const std::size_t n = a.sweep.size() + a.sweep2.size() + 8;
+    bytes += (a.signals.size() * (a.complex() ? 2 : 1) + 2) * (n * sizeof(double) + 1024);
+  }
+  for (const auto& m : r.mc.measurements) bytes += m.values.size() * sizeof(double) + 1024;
+  return bytes;
 }
 
 }  // namespace
 
+Hdf5Image::Hdf5Image(std::size_t expected_bytes) {
+  const std::size_t step = std::clamp<std::size_t>(expected_bytes, 1 << 20, std::size_t(1) << 30);
+  if (H5Pset_fapl_core(fapl_.getId(), step, /*backing_store=*/false) < 0)
+    throw H5::FileIException("Hdf5Image", "H5Pset_fapl_core failed");
+  H5FD_file_image_callbacks_t cb = {&cb_malloc, &cb_memcpy, &cb_realloc, &cb_free, &cb_udata_copy, &cb_udata_free, this};
+  if (H5Pset_file_image_callbacks(fapl_.getId(), &cb) < 0)
+    throw H5::FileIException("Hdf5Image", "H5Pset_file_image_callbacks failed");
+}
+
+Hdf5Image::~Hdf5Image() { std::free(closed_); }
+
+void* Hdf5Image::cb_malloc(std::size_t size, H5FD_file_image_op_t, void* udata) {
+  auto* self = static_cast<Hdf5Image*>(udata);
+  self->buffer_ = std::malloc(size);
+  self->size_ = self->buffer_ ? size : 0;
+  return self->buffer_;
+}
+
+void* Hdf5Image::cb_memcpy(void* dest, const void* src, std::size_t size, H5FD_file_image_op_t, void*) {
+  return std::memcpy(dest, src, size);
+}
+
+void* Hdf5Image::cb_realloc(void* ptr, std::size_t size, H5FD_file_image_op_t, void* udata) {
+  auto* self = static_cast<Hdf5Image*>(udata);
+  void* p = std::realloc(ptr, size);
+  if (p || size == 0) {
+    self->buffer_ = p;
+    self->size_ = size;
+  }
+  return p;
+}
+
+herr_t Hdf5Image::cb_free(void* ptr, H5FD_file_image_op_t op, void* udata) {
+  auto* self = static_cast<Hdf5Image*>(udata);
+  if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE && ptr && ptr == self->buffer_) {
+    std::free(self->closed_);
+    self->closed_ = ptr;  // the complete file: kept for save()
+    self->closed_size_ = self->size_;
+  } else {
+    std::free(ptr);
+  }
+  if (ptr == self->buffer_) self->buffer_ = nullptr;
+  return 0;
+}
+
+namespace {
+
+// The file's end-of-file address from its superblock (format spec, "Superblock"): the buffer beyond it is unused.
+// 0 when the superblock is not one this code knows.
+std::size_t superblock_eof(const unsigned char* p, std::size_t n) {
+  static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if (n < 64 || std::memcmp(p, sig, 8) != 0) return 0;
+  const int version = p[8];
+  const std::size_t at = version == 0 ? 40 : version == 1 ? 44 : 28;  // v0/v1: after K values, flags, 2 addresses
+  const int offsets = version <= 1 ? p[13] : p[9];                    // size of offsets [bytes]
+  if (version > 3 || offsets != 8) return 0;
+  std::uint64_t eof = 0;
+  for (int k = 7; k >= 0; --k) eof = (eof << 8) | p[at + k];  // little-endian
+  return eof <= n ? static_cast<std::size_t>(eof) : 0;
+}
+
+}  // namespace
+
+Status Hdf5Image::save(H5::H5File& file, const std::string& path) {
+  file.close();  // memory only: nothing can fail on disk here
+  if (!closed_) throw H5::FileIException("Hdf5Image::save", "the in-memory file image was not handed back on close");
+  const auto* p = static_cast<const unsigned char*>(closed_);
+  std::size_t n = superblock_eof(p, closed_size_);
+  if (n == 0) n = closed_size_;
+  return write_output_file(path, std::string_view(static_cast<const char*>(closed_), n));
+}
+
+std::string hdf5_error_text(const H5::Exception& e) {
+  std::string msg = e.getDetailMsg();
+  // The innermost message of HDF5's error stack says why (e.g. "unable to open file: ... errno = 28").
+  struct Walk {
+    static herr_t cb(unsigned, const H5E_error2_t* err, void* data) {
+      auto* out = static_cast<std::string*>(data);
+      if (out->empty() && err->desc && *err->desc) *out = err->desc;
+      return 0;
+    }
+  };
+  std::string inner;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, &Walk::cb, &inner);
+  if (!inner.empty() && inner != msg) msg += ": " + inner;
+  if (!e.getFuncName().empty()) msg += fmt::format(" ({})", e.getFuncName());
+  return msg;
+}
+
 Status write_hdf5(const RunResults& r, const std::string& path) {
-  namespace fs = std::filesystem;
   H5::Exception::dontPrint();
-  const std::string tmp = path + ".tmp";
-  std::error_code ec;
+  if (!is_stdout_name(path))
+    if (Status st = check_output_target(path); !st) return st;
   try {
     H5::FileCreatPropList fcpl;
     if (H5Pset_link_creation_order(fcpl.getId(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
       throw H5::FileIException("write_hdf5", "H5Pset_link_creation_order failed");
     // The 1.8+ file format keeps large groups (10^4-10^5 signals) in indexed dense storage.
-    H5::FileAccPropList fapl;
+    Hdf5Image image(expected_hdf5_bytes(r));
+    H5::FileAccPropList& fapl = image.access();
     if (H5Pset_libver_bounds(fapl.getId(), H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0)
       throw H5::FileIException("write_hdf5", "H5Pset_libver_bounds failed");
-    H5::H5File file(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    H5::H5File file(path, H5F_ACC_TRUNC, fcpl, fapl);
     attr_string(file, "title", r.title);
     attr_string(file, "netlist", r.netlist);
     {
@@ -141,46 +307,13 @@ Status write_hdf5(const RunResults& r, const std::string& path) {
       u.write(H5::PredType::NATIVE_INT, &r.unknowns);
     }
     for (const auto& a : r.analyses) write_analysis(file, a);
-    if (r.mc.trials > 0) {
-      // /mc: per-trial values of every measurement ("/" in measurement names becomes a subgroup).
-      H5::Group mc = create_group(file, "mc");
-      attr_int64(mc, "trials", r.mc.trials);
-      attr_int64(mc, "seed", static_cast<long>(r.mc.seed));
-      std::map<std::string, H5::Group> sub;
-      for (const auto& m : r.mc.measurements) {
-        auto slash = m.name.find('/');
-        std::string gname = slash == std::string::npos ? "" : m.name.substr(0, slash);
-        std::string dname = link_name(slash == std::string::npos ? m.name : m.name.substr(slash + 1), "value");
-        H5::Group* g = &mc;
-        if (!gname.empty()) {
-          auto it = sub.find(gname);
-          if (it == sub.end()) it = sub.emplace(gname, mc.createGroup(link_name(gname, "group"))).first;
-          g = &it->second;
-        }
-        dataset(*g, dname, m.values, m.unit);
-        H5::DataSet d = g->openDataSet(dname);
-        for (auto [nm, v] : {std::pair<const char*, double>{"mean", m.mean}, {"std", m.std}, {"min", m.min}, {"max", m.max}}) {
-          H5::Attribute a = d.createAttribute(nm, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
-          a.write(H5::PredType::NATIVE_DOUBLE, &v);
-        }
-      }
-    }
-    file.close();
+    if (r.mc.trials > 0) write_mc(file, r.mc);
+    return image.save(file, path);
   } catch (const H5::Exception& e) {
-    fs::remove(tmp, ec);
-    return Status::fail(ErrorKind::Other,
-                        fmt::format("cannot write HDF5 file '{}': {} ({})", path, e.getDetailMsg(), e.getFuncName()));
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write HDF5 file '{}': {}", path, hdf5_error_text(e)));
   } catch (const std::exception& e) {
-    fs::remove(tmp, ec);
     return Status::fail(ErrorKind::Other, fmt::format("cannot write HDF5 file '{}': {}", path, e.what()));
   }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    return Status::fail(ErrorKind::Other, fmt::format("cannot write HDF5 file '{}': {}", path, ec.message()));
-  }
-  return Status::success();
 }
 
 }  // namespace anasim

@@ -148,6 +148,8 @@ Status load_split(const std::string& dir, Split split, Dataset& out) {
       const SourceLoc loc = SourceLoc::whole(lp);
       return Status::input(fmt::format("label {} of item {} is outside 0..9", int{lab[i]}, i), loc);
     }
+  if (img.count == 0)
+    return Status::input(fmt::format("{} holds no images (the IDX header's count is 0)", ip), SourceLoc::whole(ip));
   const int n = img.count, d = img.rows * img.cols;
   out.images = Eigen::Map<const MatrixRf>(img.pixels.data(), n, d);
   out.labels.assign(lab.begin(), lab.end());

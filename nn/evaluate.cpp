@@ -14,6 +14,7 @@
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
 #include "engine/newton.hpp"
+#include "engine/output_hdf5.hpp"
 #include "nn/model_io.hpp"
 #include "nn/netlist_builder.hpp"
 
@@ -214,10 +215,11 @@ Status load_eval_setup(const std::string& model, bool keras, DatasetKind kind, c
                                      dataset_name(kind)));
   std::string ti, tl;
   s.train = Dataset{};
-  if (!split_files(s.dir, Split::Train, ti, tl).ok() || !load_split(s.dir, Split::Train, s.train).ok()) {
-    s.train = Dataset{};
+  if (!split_files(s.dir, Split::Train, ti, tl).ok()) {  // no training files: calibrate on the test images
     ld.warnings.push_back(fmt::format("no training images in {}; calibrating on the test images", s.dir));
+    return ld;
   }
+  if (Status st = load_split(s.dir, Split::Train, s.train); !st) return st;  // present but unreadable: an error
   return ld;
 }
 
@@ -302,51 +304,50 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
 }
 
 Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt) {
-  const std::string tmp = path + ".tmp";
   try {
     H5::Exception::dontPrint();
-    H5::H5File file(tmp, H5F_ACC_TRUNC);
-    H5::Group g = file.createGroup("/mc");
-    const hsize_t np = rep.points.size(), nt = np ? rep.points[0].accuracy.size() : 0;
-    std::vector<double> acc;
-    for (const auto& p : rep.points) acc.insert(acc.end(), p.accuracy.begin(), p.accuracy.end());
-    const hsize_t dims[2] = {np, nt};
-    H5::DataSet d = g.createDataSet("accuracy", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims));
-    d.write(acc.data(), H5::PredType::NATIVE_DOUBLE);
-    auto vec = [&](const char* name, auto get) {
-      std::vector<double> v;
-      for (const auto& p : rep.points) v.push_back(get(p));
-      const hsize_t n1[1] = {np};
-      g.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, n1)).write(v.data(), H5::PredType::NATIVE_DOUBLE);
-    };
-    vec("mean", [](const McPoint& p) { return p.mean; });
-    vec("std", [](const McPoint& p) { return p.std; });
-    vec("min", [](const McPoint& p) { return p.min; });
-    vec("p5", [](const McPoint& p) { return p.p5; });
-    H5::StrType st(H5::PredType::C_S1, H5T_VARIABLE);
-    auto attr_s = [&](const char* name, const std::string& v) {
-      g.createAttribute(name, st, H5::DataSpace(H5S_SCALAR)).write(st, v);
-    };
-    auto attr_d = [&](const char* name, double v) {
-      g.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &v);
-    };
-    attr_s("sweep_param", opt.sweep_param);
-    std::vector<std::string> vals;
-    for (const auto& p : rep.points) vals.push_back(p.value);
-    attr_s("sweep_values", fmt::format("{}", fmt::join(vals, ",")));
-    attr_d("seed", static_cast<double>(opt.seed));
-    attr_d("trials", opt.trials);
-    attr_d("samples", rep.samples);
-    attr_d("digital_accuracy", rep.digital_accuracy);
-    attr_s("unit", "fraction of test images classified correctly; rows = sweep points, columns = trials");
+    // Built in memory and written by one checked OutputFile (engine/output_hdf5.hpp).
+    Hdf5Image image(rep.points.size() * (opt.trials + 8) * sizeof(double) + (1 << 16));
+    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, image.access());
+    {  // every object closed before the file is
+      H5::Group g = file.createGroup("/mc");
+      const hsize_t np = rep.points.size(), nt = np ? rep.points[0].accuracy.size() : 0;
+      std::vector<double> acc;
+      for (const auto& p : rep.points) acc.insert(acc.end(), p.accuracy.begin(), p.accuracy.end());
+      const hsize_t dims[2] = {np, nt};
+      H5::DataSet d = g.createDataSet("accuracy", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims));
+      d.write(acc.data(), H5::PredType::NATIVE_DOUBLE);
+      auto vec = [&](const char* name, auto get) {
+        std::vector<double> v;
+        for (const auto& p : rep.points) v.push_back(get(p));
+        const hsize_t n1[1] = {np};
+        g.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, n1)).write(v.data(), H5::PredType::NATIVE_DOUBLE);
+      };
+      vec("mean", [](const McPoint& p) { return p.mean; });
+      vec("std", [](const McPoint& p) { return p.std; });
+      vec("min", [](const McPoint& p) { return p.min; });
+      vec("p5", [](const McPoint& p) { return p.p5; });
+      H5::StrType st(H5::PredType::C_S1, H5T_VARIABLE);
+      auto attr_s = [&](const char* name, const std::string& v) {
+        g.createAttribute(name, st, H5::DataSpace(H5S_SCALAR)).write(st, v);
+      };
+      auto attr_d = [&](const char* name, double v) {
+        g.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &v);
+      };
+      attr_s("sweep_param", opt.sweep_param);
+      std::vector<std::string> vals;
+      for (const auto& p : rep.points) vals.push_back(p.value);
+      attr_s("sweep_values", fmt::format("{}", fmt::join(vals, ",")));
+      attr_d("seed", static_cast<double>(opt.seed));
+      attr_d("trials", opt.trials);
+      attr_d("samples", rep.samples);
+      attr_d("digital_accuracy", rep.digital_accuracy);
+      attr_s("unit", "fraction of test images classified correctly; rows = sweep points, columns = trials");
+    }
+    return image.save(file, path);
   } catch (const H5::Exception& e) {
-    std::filesystem::remove(tmp);
-    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, e.getDetailMsg()));
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, hdf5_error_text(e)));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, ec.message()));
-  return {};
 }
 
 }  // namespace anasim::nn

@@ -1,9 +1,11 @@
 // IDX reader: big-endian header (magic, then one 32-bit size per dimension), then the raw unsigned bytes.
-// zlib's gzopen/gzread read both gzip and uncompressed files, so one code path serves both.
+// zlib's gzopen/gzread read both gzip and uncompressed files, so one code path serves both. Header counts are
+// checked against the file's size before anything is allocated; a gzip stream is read to its end (CRC checked).
 #include "nn/idx.hpp"
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <zlib.h>
 
@@ -23,9 +25,29 @@ Status file_error(const std::string& path, std::string msg) {
 // An open gzip (or plain) file, closed on scope exit.
 class GzFile {
  public:
-  explicit GzFile(const std::string& path) : f_(gzopen(path.c_str(), "rb")) {}
+  explicit GzFile(const std::string& path) : f_(gzopen(path.c_str(), "rb")) {
+    struct stat st {};
+    if (f_ && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<std::uint64_t>(st.st_size);
+  }
   ~GzFile() {
     if (f_) gzclose(f_);
+  }
+  // The most bytes the file can decompress to: its size (plain) or deflate's limit of 1032:1 (gzip).
+  // 0 = unknown (not a regular file).
+  std::uint64_t max_bytes() const {
+    if (size_ == 0) return 0;
+    return gzdirect(f_) ? size_ : size_ * 1032 + 1024;
+  }
+  // After the payload: reads on to the end, which makes zlib check the gzip trailer (CRC-32 and length), and
+  // closes. An error for a bad trailer or for bytes after the payload.
+  std::string finish() {
+    unsigned char extra;
+    const int got = gzread(f_, &extra, 1);
+    std::string why = got < 0 ? error() : got > 0 ? "data after the items the header promises" : "";
+    const int rc = gzclose(f_);
+    f_ = nullptr;
+    if (why.empty() && rc != Z_OK) why = rc == Z_BUF_ERROR ? "truncated gzip stream" : "gzip read error";
+    return why;
   }
   GzFile(const GzFile&) = delete;
   GzFile& operator=(const GzFile&) = delete;
@@ -52,7 +74,23 @@ class GzFile {
 
  private:
   gzFile f_;
+  std::uint64_t size_ = 0;  // [bytes] of a regular file, else 0
 };
+
+// The header's promise of `bytes` payload bytes checked against what the file can hold.
+Status check_size(const GzFile& f, const std::string& path, const char* what, std::uint64_t count, std::uint64_t bytes) {
+  const std::uint64_t max = f.max_bytes();
+  if (max > 0 && bytes > max)
+    return file_error(path, fmt::format("the IDX header promises {} {} ({} bytes), more than the file can hold",
+                                        count, what, bytes));
+  return Status::success();
+}
+
+Status finish(GzFile& f, const std::string& path) {
+  const std::string why = f.finish();
+  if (!why.empty()) return file_error(path, fmt::format("corrupt IDX file: {}", why));
+  return Status::success();
+}
 
 std::uint32_t big_endian(const unsigned char* b) {
   return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]};
@@ -110,8 +148,10 @@ Status read_idx_images(const std::string& path, IdxImages& out) {
   const std::uint64_t total = std::uint64_t{n} * rows * cols;
   if (n > INT_MAX || total > (std::uint64_t{1} << 36))
     return file_error(path, fmt::format("implausible image count {} in the IDX header", n));
+  if (Status st = check_size(f, path, "images", n, total); !st) return st;
   std::vector<unsigned char> bytes(static_cast<std::size_t>(total));
   if (Status st = read_payload(f, path, "pixel", bytes.data(), bytes.size()); !st) return st;
+  if (Status st = finish(f, path); !st) return st;
   out.count = static_cast<int>(n);
   out.rows = static_cast<int>(rows);
   out.cols = static_cast<int>(cols);
@@ -126,8 +166,13 @@ Status read_idx_labels(const std::string& path, std::vector<std::uint8_t>& out) 
   std::vector<std::uint32_t> dims;
   if (Status st = read_header(f, path, kMagicLabels, "label", dims); !st) return st;
   if (dims[0] > INT_MAX) return file_error(path, fmt::format("implausible label count {} in the IDX header", dims[0]));
+  if (Status st = check_size(f, path, "labels", dims[0], dims[0]); !st) return st;
   out.resize(dims[0]);
   if (Status st = read_payload(f, path, "label", out.data(), out.size()); !st) {
+    out.clear();
+    return st;
+  }
+  if (Status st = finish(f, path); !st) {
     out.clear();
     return st;
   }

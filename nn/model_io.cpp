@@ -8,6 +8,7 @@
 #include <system_error>
 #include <H5Cpp.h>
 #include <fmt/format.h>
+#include "engine/output_hdf5.hpp"
 
 namespace anasim::nn {
 
@@ -199,10 +200,10 @@ bool keras_layer(const H5::Group& layer, const std::string& name, const std::str
 Status save_model(const std::string& path, const Mlp& net, const ModelInfo& info) {
   if (Status st = validate(net); !st) return st;
   H5::Exception::dontPrint();
-  const std::string tmp = path + ".tmp";
-  std::error_code ec;
   try {
-    H5::H5File file(tmp, H5F_ACC_TRUNC);
+    // Built in memory, written by one checked OutputFile (unique temporary, rename when complete).
+    Hdf5Image image(static_cast<std::size_t>(net.parameter_count()) * sizeof(double) + (1 << 16));
+    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, image.access());
     attr_string(file, "format", kModelFormat);
     const std::vector<int> sizes = net.sizes();
     {
@@ -237,16 +238,9 @@ Status save_model(const std::string& path, const Mlp& net, const ModelInfo& info
                    static_cast<hsize_t>(layer.weight.cols()), 2);
       write_matrix(g, "bias", layer.bias.data(), static_cast<hsize_t>(layer.bias.size()), 1, 1);
     }
-    file.close();
+    if (Status st = image.save(file, path); !st) return file_error(path, st.errors[0].message, ErrorKind::Other);
   } catch (const H5::Exception& e) {
-    fs::remove(tmp, ec);
     return file_error(path, fmt::format("cannot write model file: {}", h5_message(e)), ErrorKind::Other);
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    return file_error(path, fmt::format("cannot write model file: {}", ec.message()), ErrorKind::Other);
   }
   return Status::success();
 }

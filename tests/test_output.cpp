@@ -118,9 +118,12 @@ std::int64_t read_int_attr(const Obj& o, const std::string& name) {
   return v;
 }
 
+// A temporary of the output writers left behind: "<name>.tmp" (older writers) or ".<name>.XXXXXX" (OutputFile).
 bool has_tmp(const fs::path& dir) {
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().extension() == ".tmp") return true;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (e.path().extension() == ".tmp" || (n.size() > 8 && n[0] == '.' && n[n.size() - 7] == '.')) return true;
+  }
   return false;
 }
 

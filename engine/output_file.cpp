@@ -1,0 +1,187 @@
+// Output files written through unique temporaries and checked renames (see output_file.hpp).
+#include "engine/output_file.hpp"
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <fmt/format.h>
+
+namespace anasim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Status io_error(const std::string& target, int err) {
+  return Status::fail(ErrorKind::Other,
+                      fmt::format("cannot write '{}': {}", target, err ? std::strerror(err) : "I/O error"));
+}
+
+// The process umask, read once (umask() can only be read by setting it).
+mode_t process_umask() {
+  static const mode_t m = [] {
+    const mode_t old = ::umask(022);
+    ::umask(old);
+    return old;
+  }();
+  return m;
+}
+
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+bool is_stdout_name(const std::string& path) {
+  return path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1";
+}
+
+Status check_output_target(const std::string& path) {
+  if (path.empty()) return Status::input("empty output file name");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};  // a new file (a missing directory is reported when the temporary is created)
+    return io_error(path, errno);
+  }
+  if (!S_ISREG(st.st_mode))
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': it is {}; outputs are written only to regular files "
+                                     "(use '-' for standard output)",
+                                     path, file_kind(st.st_mode)));
+  return {};
+}
+
+Status OutputFile::open(const std::string& target) {
+  discard();
+  target_ = target;
+  err_ = 0;
+  finished_ = false;
+  if (is_stdout_name(target)) {
+    to_stdout_ = true;
+    f_ = stdout;
+    return {};
+  }
+  to_stdout_ = false;
+  if (Status st = check_output_target(target); !st) return st;
+  const fs::path p(target);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::string tmpl = (dir / ("." + p.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return io_error(target, errno);
+  tmp_ = tmpl;
+  if (::fchmod(fd, 0666 & ~process_umask()) != 0 || !(f_ = ::fdopen(fd, "wb"))) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(tmp_.c_str());
+    tmp_.clear();
+    return io_error(target, e);
+  }
+  return {};
+}
+
+bool OutputFile::write(const void* data, std::size_t n) {
+  if (!f_) return false;
+  if (n > 0 && std::fwrite(data, 1, n, f_) != n) {
+    if (!err_) err_ = errno ? errno : EIO;
+    return false;
+  }
+  return true;
+}
+
+Status OutputFile::finish() {
+  if (!f_) return io_error(target_, err_ ? err_ : EBADF);
+  int err = err_;
+  if (std::fflush(f_) != 0 && !err) err = errno;
+  if (std::ferror(f_) && !err) err = EIO;
+  if (to_stdout_) {
+    f_ = nullptr;
+    finished_ = true;
+    return err ? io_error(target_, err) : Status{};
+  }
+  // fsync: a full or failing disk that accepted the buffered writes reports here, before the rename.
+  if (::fsync(::fileno(f_)) != 0 && !err && errno != EINVAL) err = errno;
+  if (std::fclose(f_) != 0 && !err) err = errno;
+  f_ = nullptr;
+  if (err) {
+    ::unlink(tmp_.c_str());
+    tmp_.clear();
+    return io_error(target_, err);
+  }
+  finished_ = true;
+  return {};
+}
+
+Status OutputFile::rename() {
+  if (to_stdout_) return finished_ ? Status{} : io_error(target_, EIO);
+  if (!finished_ || tmp_.empty()) return io_error(target_, EIO);
+  // Checked again: the target may have been replaced by something else while the file was written.
+  if (Status st = check_output_target(target_); !st) {
+    discard();
+    return st;
+  }
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+    const int e = errno;
+    discard();
+    return io_error(target_, e);
+  }
+  tmp_.clear();
+  return {};
+}
+
+void OutputFile::discard() {
+  if (f_ && !to_stdout_) std::fclose(f_);
+  f_ = nullptr;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+  finished_ = false;
+}
+
+Status write_output_file(const std::string& path, std::string_view bytes) {
+  OutputFile f;
+  if (Status st = f.open(path); !st) return st;
+  f.write(bytes.data(), bytes.size());
+  return f.commit();
+}
+
+OutputFile* OutputSet::add(const std::string& target, Status* st) {
+  files_.push_back(std::make_unique<OutputFile>());
+  *st = files_.back()->open(target);
+  if (!*st) {
+    files_.pop_back();
+    return nullptr;
+  }
+  return files_.back().get();
+}
+
+Status OutputSet::commit() {
+  for (auto& f : files_)
+    if (Status st = f->finish(); !st) {
+      discard();
+      return st;
+    }
+  for (auto& f : files_)
+    if (Status st = f->rename(); !st) {
+      discard();
+      return st;
+    }
+  files_.clear();
+  return {};
+}
+
+Status finish_stdout() {
+  errno = 0;
+  const int r = std::fflush(stdout);
+  const int e = errno;
+  if (r == 0 && !std::ferror(stdout)) return {};
+  return Status::fail(ErrorKind::Other,
+                      fmt::format("cannot write to standard output: {}", std::strerror(r != 0 && e ? e : EIO)));
+}
+
+}  // namespace anasim

@@ -1,0 +1,339 @@
+// Tests for hostile inputs and failing disks (issue 14): output files (engine/output_file.cpp) on a full disk,
+// device nodes and concurrent writers; resource guards; bad input refused (IDX, numbers, seeds, nn options).
+#include <doctest/doctest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+#include <H5Cpp.h>
+#include <fmt/format.h>
+#include "circuit_helpers.hpp"
+#include "devices/registry.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/export_spice.hpp"
+#include "engine/output.hpp"
+#include "engine/output_file.hpp"
+#include "engine/parse.hpp"
+#include "nn/idx.hpp"
+#include "test_support.hpp"
+
+using namespace anasim;
+namespace fs = std::filesystem;
+using test_support::contains;
+
+namespace {
+
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("reliability", name); }
+
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Names in `dir` other than the ones listed (temporaries left behind).
+std::vector<std::string> others(const fs::path& dir, const std::vector<std::string>& expected) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (std::find(expected.begin(), expected.end(), n) == expected.end()) out.push_back(n);
+  }
+  return out;
+}
+
+// A 64 KiB tmpfs mounted for the life of the object (root only); ok() false where the machine cannot mount one.
+class SmallDisk {
+ public:
+  SmallDisk() : dir_(scratch("tmpfs")) {
+    if (::geteuid() == 0 && ::mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=64k") == 0) mounted_ = true;
+  }
+  ~SmallDisk() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool ok() const { return mounted_; }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  bool mounted_ = false;
+};
+
+// A result set of about `points` x 3 doubles (a transient) plus an operating point.
+RunResults big_results(int points) {
+  RunResults r;
+  r.title = "big";
+  AnalysisResult op;
+  op.kind = op.group = "op";
+  op.signals.push_back({"v(a)", "V", {1.0}, {}});
+  r.analyses.push_back(op);
+  AnalysisResult tr;
+  tr.kind = tr.group = "tran";
+  tr.sweep_name = "time";
+  tr.sweep_unit = "s";
+  Signal a{"v(a)", "V", {}, {}}, b{"v(b)", "V", {}, {}};
+  for (int k = 0; k < points; ++k) {
+    tr.sweep.push_back(k * 1e-9);
+    a.re.push_back(0.1 * k);
+    b.re.push_back(1.0 / (k + 1));
+  }
+  tr.signals = {a, b};
+  r.analyses.push_back(tr);
+  return r;
+}
+
+int run_cli(const std::string& args) {
+  const int rc = std::system(fmt::format("{} {}", ANASIM_BINARY, args).c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+FlatNetlist flat(const std::string& deck) {
+  ParsedNetlist pn;
+  Status st = parse_spice_string(deck, "deck.cir", builtin_catalog(), pn);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  FlatNetlist fn;
+  st = elaborate(pn, builtin_catalog(), fn);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  return fn;
+}
+
+}  // namespace
+
+TEST_CASE("reliability: a full disk never replaces a good output") {
+  SmallDisk disk;
+  if (!disk.ok()) {
+    MESSAGE("skipped: cannot mount a 64 KiB tmpfs (needs root and mount permission)");
+    return;
+  }
+  const fs::path d = disk.dir();
+  const std::string big(200000, 'x');
+
+  SUBCASE("one file") {
+    REQUIRE(write_output_file((d / "f.txt").string(), "good\n").ok());
+    Status st = write_output_file((d / "f.txt").string(), big);
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), "No space left on device"));
+    CHECK(read_all(d / "f.txt") == "good\n");
+    CHECK(others(d, {"f.txt"}).empty());
+  }
+  SUBCASE("HDF5: the error, the old file kept, no temporary") {
+    REQUIRE(write_hdf5(big_results(10), (d / "r.h5").string()).ok());
+    const std::string before = read_all(d / "r.h5");
+    Status st = write_hdf5(big_results(20000), (d / "r.h5").string());
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), "No space left on device"));
+    CHECK(read_all(d / "r.h5") == before);
+    CHECK(others(d, {"r.h5"}).empty());
+    H5::H5File h((d / "r.h5").string(), H5F_ACC_RDONLY);  // still a readable file
+    CHECK(h.nameExists("tran"));
+  }
+  SUBCASE("CSV set: all or none") {
+    REQUIRE(write_csv(big_results(10), (d / "csv").string()).ok());
+    const std::string op_before = read_all(d / "csv" / "op.csv"), tran_before = read_all(d / "csv" / "tran.csv");
+    RunResults r = big_results(20000);
+    r.analyses[0].signals[0].re[0] = 2.0;  // op.csv would change too
+    REQUIRE_FALSE(write_csv(r, (d / "csv").string()).ok());
+    CHECK(read_all(d / "csv" / "op.csv") == op_before);
+    CHECK(read_all(d / "csv" / "tran.csv") == tran_before);
+    CHECK(others(d / "csv", {"op.csv", "tran.csv"}).empty());
+  }
+  SUBCASE("SPICE export") {
+    FlatNetlist fn = flat("t\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n");
+    REQUIRE(export_spice(fn, (d / "deck.cir").string()).ok());
+    const std::string before = read_all(d / "deck.cir");
+    REQUIRE(write_output_file((d / "filler").string(), std::string(60000, 'f')).ok());
+    fn.title = std::string(20000, 't');
+    CHECK_FALSE(export_spice(fn, (d / "deck.cir").string()).ok());
+    CHECK(read_all(d / "deck.cir") == before);
+    CHECK(others(d, {"deck.cir", "filler"}).empty());
+  }
+  SUBCASE("CLI: run -o and export on a full disk exit non-zero without a crash") {
+    const fs::path deck = scratch("cli_deck") / "rc.cir";
+    std::ofstream(deck) << "rc\nv1 in 0 pulse(0 1 0 1n 1n 1u 2u)\nr1 in out 1k\nc1 out 0 1n\n.tran 1n 20u\n.end\n";
+    CHECK(run_cli(fmt::format("run {} -o {}/o.h5 > /dev/null 2>&1", deck.string(), d.string())) == 1);
+    CHECK(run_cli(fmt::format("run {} --csv {}/csv2 > /dev/null 2>&1", deck.string(), d.string())) == 1);
+    CHECK_FALSE(fs::exists(d / "o.h5"));
+  }
+}
+
+TEST_CASE("reliability: output targets") {
+  const fs::path d = scratch("targets");
+  SUBCASE("two writers of one target never share a temporary") {
+    OutputFile a, b;
+    REQUIRE(a.open((d / "x").string()).ok());
+    REQUIRE(b.open((d / "x").string()).ok());
+    CHECK(others(d, {}).size() == 2);
+    a.write("first\n", 6);
+    b.write("second\n", 7);
+    REQUIRE(a.commit().ok());
+    REQUIRE(b.commit().ok());
+    CHECK(read_all(d / "x") == "second\n");
+    CHECK(others(d, {"x"}).empty());
+  }
+  SUBCASE("an uncommitted file leaves nothing") {
+    {
+      OutputFile a;
+      REQUIRE(a.open((d / "y").string()).ok());
+      a.write("partial", 7);
+    }
+    CHECK(others(d, {}).empty());
+  }
+  SUBCASE("device nodes and directories are refused") {
+    Status st = write_output_file("/dev/null", "x");
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), "character device"));
+    struct stat s {};
+    REQUIRE(::stat("/dev/null", &s) == 0);
+    CHECK(S_ISCHR(s.st_mode));
+    fs::create_directories(d / "dir");
+    CHECK(contains(write_output_file((d / "dir").string(), "x").to_string(), "directory"));
+    CHECK(contains(write_hdf5(big_results(2), "/dev/null").to_string(), "character device"));
+  }
+  SUBCASE("new files get the usual permissions") {
+    REQUIRE(write_output_file((d / "p").string(), "x").ok());
+    const mode_t mask = ::umask(022);
+    ::umask(mask);
+    CHECK((fs::status(d / "p").permissions() & fs::perms::all) == (static_cast<fs::perms>(0666 & ~mask)));
+  }
+  SUBCASE("stdout names") {
+    CHECK(is_stdout_name("-"));
+    CHECK(is_stdout_name("/dev/stdout"));
+    CHECK_FALSE(is_stdout_name("./-x"));
+  }
+}
+
+TEST_CASE("reliability: write errors on standard output fail the command") {
+  const fs::path deck = scratch("stdout") / "r.cir";
+  std::ofstream(deck) << "r\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n";
+  CHECK(run_cli(fmt::format("run {} > /dev/full 2>/dev/null", deck.string())) == 1);
+  CHECK(run_cli(fmt::format("export {} --spice - > /dev/full 2>/dev/null", deck.string())) == 1);
+  CHECK(run_cli(fmt::format("export {} --spice - > /dev/null 2>&1", deck.string())) == 0);
+  CHECK(run_cli(fmt::format("export {} --spice /dev/null > /dev/null 2>&1", deck.string())) == 1);
+}
+
+TEST_CASE("reliability: HDF5 names that map to one link stay apart") {
+  RunResults r = big_results(3);
+  r.analyses[1].signals[0].name = "v(a/b)";
+  r.analyses[1].signals[1].name = "v(a|b)";
+  const fs::path f = scratch("names") / "n.h5";
+  REQUIRE(write_hdf5(r, f.string()).ok());
+  H5::H5File h(f.string(), H5F_ACC_RDONLY);
+  H5::Group g = h.openGroup("tran");
+  CHECK(g.nameExists("v(a|b)"));
+  CHECK(g.nameExists("v(a|b)~2"));
+  H5::DataSet d = g.openDataSet("v(a|b)");
+  REQUIRE(d.attrExists("name"));
+  H5::Attribute a = d.openAttribute("name");
+  std::string name;
+  a.read(a.getStrType(), name);
+  CHECK(name == "v(a/b)");
+  std::vector<double> v(3);
+  g.openDataSet("v(a|b)~2").read(v.data(), H5::PredType::NATIVE_DOUBLE);
+  CHECK(v == r.analyses[1].signals[1].re);
+}
+
+TEST_CASE("reliability: SPICE export refuses node names ngspice cannot read") {
+  for (const char* node : {"a;b", "a'b", "a\"b", "a=b"}) {
+    FlatNetlist fn = flat("t\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n");
+    fn.node_names[1] = node;
+    Status st = check_spice_names(fn);
+    CHECK_FALSE(st.ok());
+    CHECK(contains(st.to_string(), node));
+  }
+  FlatNetlist fn = flat("t\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n");
+  CHECK(check_spice_names(fn).ok());
+}
+
+TEST_CASE("reliability: transient point-count guard") {
+  for (const char* tran : {".tran 1n 1e300", ".tran 1e-300 1m", ".tran 1n 1m 0 1e-300"}) {
+    RunResults r;
+    Status st = test::run_deck_status(fmt::format("t\nv1 in 0 sin(0 1 1k)\nr1 in 0 1k\n{}\n.end\n", tran), r);
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), "time points"));
+  }
+}
+
+TEST_CASE("reliability: device files are not netlists") {
+  ParsedNetlist pn;
+  Status st = parse_netlist("/dev/zero", builtin_catalog(), pn);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.to_string(), "device"));
+  st = parse_spice_string("t\n.include /dev/zero\nr1 a 0 1\n.op\n.end\n", "deck.cir", builtin_catalog(), pn);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.to_string(), "device"));
+}
+
+TEST_CASE("reliability: numbers beyond a double's range") {
+  ParsedNetlist pn;
+  FlatNetlist fn;
+  for (const char* v : {"1e-400", "1e400"}) {
+    Status st = parse_spice_string(fmt::format("t\nr1 a 0 {}\n.op\n.end\n", v), "deck.cir", builtin_catalog(), pn);
+    if (st) st = elaborate(pn, builtin_catalog(), fn);
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), fmt::format("number '{}' is out of range", v)));
+  }
+}
+
+TEST_CASE("reliability: IDX header counts, CRC and empty sets") {
+  const fs::path d = scratch("idx");
+  auto be32 = [](std::vector<unsigned char>& b, std::uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<unsigned char>(v >> s));
+  };
+  SUBCASE("a header promising more than the file holds is refused before allocating") {
+    std::vector<unsigned char> b;
+    be32(b, 0x801);
+    be32(b, 2000000000u);
+    b.resize(108, 1);
+    std::ofstream(d / "l", std::ios::binary).write(reinterpret_cast<const char*>(b.data()), b.size());
+    std::vector<std::uint8_t> labels;
+    Status st = nn::read_idx_labels((d / "l").string(), labels);
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), "more than the file can hold"));
+    std::vector<unsigned char> im;
+    be32(im, 0x803);
+    be32(im, 80000000u);
+    be32(im, 28);
+    be32(im, 28);
+    im.resize(1000, 0);
+    std::ofstream(d / "i", std::ios::binary).write(reinterpret_cast<const char*>(im.data()), im.size());
+    nn::IdxImages images;
+    st = nn::read_idx_images((d / "i").string(), images);
+    REQUIRE_FALSE(st.ok());
+    CHECK(contains(st.to_string(), "more than the file can hold"));
+  }
+  SUBCASE("a corrupt gzip byte is caught by the CRC") {
+    std::vector<unsigned char> b;
+    be32(b, 0x801);
+    be32(b, 200000);
+    for (int k = 0; k < 200000; ++k) b.push_back(static_cast<unsigned char>((k * 7) % 10));
+    const std::string p = (d / "l.gz").string();
+    gzFile f = gzopen(p.c_str(), "wb0");  // stored blocks: a flipped byte still decompresses
+    REQUIRE(f);
+    gzwrite(f, b.data(), static_cast<unsigned>(b.size()));
+    gzclose(f);
+    std::vector<std::uint8_t> labels;
+    REQUIRE(nn::read_idx_labels(p, labels).ok());
+    std::string bytes = read_all(p);
+    bytes[bytes.size() / 2] ^= 0x01;
+    std::ofstream(p, std::ios::binary) << bytes;
+    Status st = nn::read_idx_labels(p, labels);
+    REQUIRE_FALSE(st.ok());
+    // zlib reports "incorrect data check" (CRC-32) when it reaches the trailer, with the header or the payload.
+    CHECK_MESSAGE(contains(st.to_string(), "incorrect data check"), st.to_string());
+  }
+}
+
+TEST_CASE("reliability: command-line values that would be clamped or ignored") {
+  const fs::path deck = scratch("cli_values") / "r.cir";
+  std::ofstream(deck) << "r\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n";
+  CHECK(run_cli(fmt::format("run {} --mc 2 --seed 99999999999999999999 > /dev/null 2>&1", deck.string())) == 2);
+  CHECK(run_cli(fmt::format("run {} --mc 2 --seed -1 > /dev/null 2>&1", deck.string())) == 2);
+  CHECK(run_cli(fmt::format("run {} --mc 2 --seed 18446744073709551615 > /dev/null 2>&1", deck.string())) == 0);
+  // nn eval without --config: the hardware options would be ignored.
+  CHECK(run_cli("nn eval no_such_model.h5 --samples 5 > /dev/null 2>&1") == 2);
+  CHECK(run_cli("nn eval no_such_model.h5 --json > /dev/null 2>&1") == 2);
+}
