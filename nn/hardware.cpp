@@ -96,6 +96,8 @@ const ParamTable& hardware_params() {
           .doc("row voltage of input 1 (DAC full scale) and of the bias rows").bind<&H::vread_max>(),
       P("dac_bits").def(8).range(1, 24).doc("DAC resolution").bind<&H::dac_bits>(),
       P("dac_rout").unit("ohm").def(0).range(0, kInf).doc("DAC output resistance").bind<&H::dac_rout>(),
+      P("dac_tr").unit("s").def(1e-9).above(0).doc("DAC output edge of an input step (network transient)")
+          .bind<&H::dac_tr>(),
       P("tile_rows").def(256).range(2, 1e6).doc("physical rows per crossbar tile (at most)").bind<&H::tile_rows>(),
       P("tile_cols").def(256).range(1, 1e6).doc("columns per crossbar tile (at most)").bind<&H::tile_cols>(),
       P("rwire").unit("ohm").def(1).range(0, kInf).doc("wire resistance per segment, rows and columns"),
@@ -105,6 +107,8 @@ const ParamTable& hardware_params() {
           .doc("column wire resistance per segment (overrides rwire)").bind<&H::rwire_col>(),
       P("rdriver").unit("ohm").def(10).range(0, kInf).doc("row driver resistance (in each tile)").bind<&H::rdriver>(),
       P("rsink").unit("ohm").def(10).range(0, kInf).doc("column sink resistance (in each tile)").bind<&H::rsink>(),
+      P("cwire").unit("F").def(0.2e-15).range(0, kInf)
+          .doc("wire capacitance per crossbar segment to ground (network transient)").bind<&H::cwire>(),
       P("mode").choices("analog|hybrid").def(0)
           .doc("analog (precision-rectifier ReLU) or hybrid (ADC -> digital ReLU -> DAC)").bind<&H::mode>(),
       P("adc_bits").def(8).range(1, 30).doc("ADC resolution").bind<&H::adc_bits>(),

@@ -48,6 +48,7 @@ struct HardwareConfig {
   double vread_max = 0.2;         // [V] row voltage of input 1 (DAC full scale); also the bias row voltage
   int dac_bits = 8;
   double dac_rout = 0.0;          // [ohm] DAC output resistance
+  double dac_tr = 1e-9;           // [s] DAC output edge (linear ramp) of an input step (network transient only)
   // Array.
   int tile_rows = 256;            // physical rows per crossbar tile (at most)
   int tile_cols = 256;            // columns per tile (at most)
@@ -55,6 +56,7 @@ struct HardwareConfig {
   double rwire_col = 1.0;         // [ohm] per column-wire segment
   double rdriver = 10.0;          // [ohm] row driver resistance (inside each tile)
   double rsink = 10.0;            // [ohm] column sink resistance (inside each tile)
+  double cwire = 0.2e-15;         // [F] wire capacitance per crossbar segment to ground (network transient only)
   // Periphery.
   MappingMode mode = MappingMode::Analog;
   int adc_bits = 8;

@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 #include <fmt/format.h>
+#include "devices/dac.hpp"
 #include "devices/registry.hpp"
 
 namespace anasim::nn {
@@ -61,7 +62,7 @@ std::vector<long> input_codes(const LayerMapping& lm, const float* x) {
 }
 
 Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::uint64_t sample, FlatNetlist& fn,
-                     NetlistNames& names) {
+                     NetlistNames& names, const TranSpec* tran) {
   const MappedNetwork& map = *hw.map;
   const HardwareConfig& cfg = map.cfg;
   fn = FlatNetlist{};
@@ -74,6 +75,15 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
   fn.options.itl1 = 200;
   Analysis op;
   op.kind = AnalysisSpec::Kind::Op;
+  if (tran) {
+    if (!(tran->tstop > 0) || !(tran->tmax > 0))
+      return Status::fail(ErrorKind::Other, "build_netlist: the transient needs tstop > 0 and tmax > 0");
+    op.kind = AnalysisSpec::Kind::Tran;
+    op.tstep = tran->tmax;
+    op.tmax = tran->tmax;
+    op.tstop = tran->tstop;
+    op.power = true;
+  }
   fn.analyses.push_back(op);
   names = NetlistNames{};
   const size_t L = map.layers.size();
@@ -84,9 +94,13 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
   names.dacs.resize(L);
   Builder b(fn);
   const int level = static_cast<int>(opamp_param(cfg, "level"));
+  if (tran) {
+    Builder::set(b.add("v", "vrailp", {"vcc", "0"}).params, "dc", opamp_param(cfg, "vpos"));
+    Builder::set(b.add("v", "vrailn", {"vee", "0"}).params, "dc", opamp_param(cfg, "vneg"));
+  }
 
   auto opamp = [&](const std::string& name, const std::string& inn, const std::string& out, double vos) {
-    FlatDevice& fd = b.add("opamp", name, {"0", inn, out});
+    FlatDevice& fd = tran ? b.add("opamp", name, {"0", inn, out, "vcc", "vee"}) : b.add("opamp", name, {"0", inn, out});
     fd.params = cfg.opamp_inst;
     fd.model = cfg.opamp_model;
     fd.model_name = cfg.opamp_part;
@@ -121,6 +135,23 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
       names.dacs[l].push_back(dn);
       const int i = p / 2;
       const long code = i < m.inputs ? codes[l][i] : dac_max_code(d);
+      if (tran) {
+        const bool reset = tran->from.size() <= l || static_cast<int>(tran->from[l].size()) != m.inputs;
+        const long code0 = i < m.inputs ? (reset ? 0L : tran->from[l][i]) : code;
+        const double sign = p % 2 == 0 ? 1.0 : -1.0;
+        const double v0 = sign * dac_voltage(d, code0), v1 = sign * dac_voltage(d, code);
+        std::string out = row[p];
+        if (d.rout > 0) {
+          out = nm("vd", l, p);
+          b.resistor(nm("rdac", l, p), out, row[p], d.rout);
+        }
+        FlatDevice& vs = b.add("v", dn, {out, "0"});
+        ParamValues& pv = vs.params;
+        const int k = pv.index_of("pwl");
+        pv.list()[k] = {0.0, v0, cfg.dac_tr, v1};
+        pv.given[k] = 1;
+        continue;
+      }
       FlatDevice& fd = p % 2 == 0 ? b.add("dac", dn, {row[p], "0"}) : b.add("dac", dn, {"0", row[p]});
       Builder::set(fd.params, "bits", d.bits);
       Builder::set(fd.params, "vmin", d.vmin);
@@ -135,7 +166,9 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
       std::vector<NodeId> pins;
       for (int i = 0; i < t.spec.rows; ++i) pins.push_back(b.node(row[t.row0 + i]));
       for (int j = 0; j < t.spec.cols; ++j) pins.push_back(b.node(nm("c", l, t.col0 + j)));
-      fn.devices.push_back(crossbar_flat_device(t.name, t.spec, pins));
+      CrossbarSpec spec = t.spec;
+      if (tran) spec.cwire = cfg.cwire;
+      fn.devices.push_back(crossbar_flat_device(t.name, spec, pins));
     }
     // Periphery per neuron.
     for (int j = 0; j < m.outputs; ++j) {

@@ -30,12 +30,25 @@ using LayerCodes = std::vector<std::vector<long>>;
 // DAC codes of a network input row x (values in [0, 1]) for layer 0.
 std::vector<long> input_codes(const LayerMapping& lm, const float* x);
 
+// The network transient of one input (build_netlist with a TranSpec): the input DACs step at t = 0 from the codes
+// `from` to the sample's codes. Each DAC becomes a voltage source "dac<l>_<p>" with a PWL edge of hardware key
+// dac_tr (0 -> dac_tr) between the open-circuit outputs of the two codes (dac_voltage: INL and noise draw
+// included; the DAC has no dynamics of its own beyond this edge), behind "rdac<l>_<p>" = dac_rout when > 0.
+// Op-amps get supply pins on nodes vcc/vee driven by the sources "vrailp"/"vrailn" (the part's vpos/vneg), so
+// that every joule is delivered by an explicit source; crossbars get hardware key cwire per wire segment.
+// The analysis is one .tran 0..tstop with output step and largest step tmax, power probes on.
+struct TranSpec {
+  LayerCodes from;      // codes before the step; empty = reset state (input DACs at code 0, bias DACs as always)
+  double tstop = 0;     // [s] end of the run (> 0)
+  double tmax = 0;      // [s] largest time step (> 0)
+};
+
 // Builds the circuit of `hw` for one sample (`sample` selects the read-noise draw). The netlist has one .op
 // analysis and Newton tolerances reltol 1e-7, vntol 1e-10 V, abstol 1e-15 A (Newton converges
 // quadratically: the final iterate is far more accurate, ~1e-11 relative in the tests; tighter settings stall on
-// rounding noise at the rectifier op-amp outputs).
+// rounding noise at the rectifier op-amp outputs). With `tran` the netlist is the transient one (see TranSpec).
 Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::uint64_t sample, FlatNetlist& fn,
-                     NetlistNames& names);
+                     NetlistNames& names, const TranSpec* tran = nullptr);
 
 // The netlist as anasim YAML (devices with their parameters, the diode model, options, the op analysis).
 std::string netlist_yaml(const FlatNetlist& fn);

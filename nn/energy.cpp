@@ -1,0 +1,233 @@
+// Network transient through the engine (see energy.hpp): builds the transient netlist of one input, runs it,
+// reads settling time, energies (the engine's e(...) power probes) and sampled classes from the waveforms.
+#include "nn/energy.hpp"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include "devices/registry.hpp"
+#include "engine/simulate.hpp"
+#include "nn/fast_eval.hpp"
+
+namespace anasim::nn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Linear interpolation of signal v over the time points t at time x (clamped to the ends).
+double interp(const std::vector<double>& t, const std::vector<double>& v, double x) {
+  if (x <= t.front()) return v.front();
+  if (x >= t.back()) return v.back();
+  const size_t k = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), x) - t.begin());
+  const double w = (x - t[k - 1]) / (t[k] - t[k - 1]);
+  return v[k - 1] + w * (v[k] - v[k - 1]);
+}
+
+// Component of a device of the mapped netlist (by name prefix), -1 for sources.
+int part_of(const std::string& dev) {
+  auto starts = [&](const char* p) { return dev.rfind(p, 0) == 0; };
+  if (starts("xb")) return kPartCrossbar;
+  if (starts("utia") || starts("urect") || starts("uinv")) return kPartOpamps;
+  if (starts("rdac")) return kPartDacs;
+  if (starts("adc")) return kPartAdcs;
+  if (starts("rf")) return kPartOther;
+  if (starts("d1") || starts("d2") || starts("ri1") || starts("ri2") || starts("r1") || starts("r2") || starts("rl"))
+    return kPartActivation;
+  return -1;  // dac*, vrail*, in* (sources) and anything else
+}
+
+// Class: argmax (first maximum) of the last layer's ADC codes of the output voltages y.
+int class_of(const HardwareInstance& hw, const std::vector<double>& y) {
+  const int l = static_cast<int>(hw.map->layers.size()) - 1;
+  int best = 0;
+  long best_code = -1;
+  for (int j = 0; j < static_cast<int>(y.size()); ++j) {
+    const long k = adc_code(hw, l, j, y[j]);
+    if (k > best_code) {
+      best_code = k;
+      best = j;
+    }
+  }
+  return best;
+}
+
+// One engine run of length tstop; fills out except when the outputs have not settled by tstop / 2 (settled =
+// false then).
+Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample,
+                const TransientOptions& opt, double tstop, const std::vector<double>& sample_times,
+                ImageTransient& out, bool& settled) {
+  const MappedNetwork& map = *hw.map;
+  TranSpec ts;
+  if (opt.from_previous) ts.from = from;
+  ts.tstop = tstop;
+  ts.tmax = tstop / std::max(10, opt.points);
+  FlatNetlist fn;
+  NetlistNames names;
+  if (Status st = build_netlist(hw, codes, sample, fn, names, &ts); !st) return st;
+  const std::vector<std::string>& ys = names.tia_out.back();
+  for (const auto& y : ys) fn.outputs.push_back(fmt::format("v({})", y));
+  RunResults rr;
+  if (Status st = simulate(fn, builtin_catalog(), rr); !st) return st;
+  const AnalysisResult& res = rr.analyses.at(0);
+  const std::vector<double>& t = res.sweep;
+  out.timepoints = res.stats.timepoints;
+  out.seconds += res.stats.seconds;
+  out.tstop_s = tstop;
+  if (t.size() < 2) return Status::numerical("network transient: fewer than two time points");
+
+  // Settling: the last crossing out of the +-0.5 LSB band around the final value, interpolated linearly.
+  const AdcSpec& adc = map.layers.back().adc_spec;
+  const double band = 0.5 * (adc.vmax - adc.vmin) / static_cast<double>(adc_max_code(adc));
+  std::vector<const std::vector<double>*> yv;
+  for (const auto& y : ys) {
+    const Signal* s = res.find(fmt::format("v({})", y));
+    if (!s) return Status::numerical(fmt::format("network transient: no signal v({})", y));
+    yv.push_back(&s->re);
+  }
+  double settle = 0;
+  for (const auto* v : yv) {
+    const double fin = v->back();
+    for (size_t k = v->size() - 1; k-- > 0;) {
+      if (std::fabs((*v)[k] - fin) <= band) continue;
+      // (*v)[k] outside, (*v)[k+1] inside: where the distance to fin crosses the band edge.
+      const double d0 = std::fabs((*v)[k] - fin), d1 = std::fabs((*v)[k + 1] - fin);
+      const double w = d0 > d1 ? (d0 - band) / (d0 - d1) : 1.0;
+      settle = std::max(settle, t[k] + w * (t[k + 1] - t[k]));
+      break;
+    }
+  }
+  settled = settle < 0.5 * tstop;
+  out.settle_s = settle;
+  if (!settled) return {};
+
+  // Energies at the settling time.
+  const Signal* total = res.find("e(total)");
+  if (!total)
+    return Status::numerical("network transient: the engine gave no energies e(...) (power probes not available)");
+  out.energy_j = interp(t, total->re, settle);
+  std::fill(std::begin(out.energy_parts_j), std::end(out.energy_parts_j), 0.0);
+  for (const Signal& s : res.signals) {
+    if (s.name.size() < 4 || s.name.compare(0, 2, "e(") != 0 || s.name.compare(2, 5, "type:") == 0) continue;
+    const int part = part_of(s.name.substr(2, s.name.size() - 3));
+    if (part >= 0) out.energy_parts_j[part] += interp(t, s.re, settle);
+  }
+
+  // Classes: settled, and at the sampling times.
+  std::vector<double> y(yv.size());
+  for (size_t j = 0; j < yv.size(); ++j) y[j] = yv[j]->back();
+  out.cls = class_of(hw, y);
+  out.cls_at.clear();
+  for (double ts_k : sample_times) {
+    for (size_t j = 0; j < yv.size(); ++j) y[j] = interp(t, *yv[j], ts_k);
+    out.cls_at.push_back(class_of(hw, y));
+  }
+  return {};
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) - 1;
+  return v[std::min(k, v.size() - 1)];
+}
+
+}  // namespace
+
+const char* energy_part_name(int part) {
+  static const char* names[kNumEnergyParts] = {"crossbar", "opamps", "activation", "dacs", "adcs", "other_resistors"};
+  return part >= 0 && part < kNumEnergyParts ? names[part] : "?";
+}
+
+double default_tstop(const HardwareConfig& cfg, int layers) {
+  double t = 100 * cfg.dac_tr;
+  if (static_cast<int>(opamp_param(cfg, "level")) == 2) {
+    const double gbw = opamp_param(cfg, "gbw"), sr = opamp_param(cfg, "sr") * 1e6;  // [Hz], [V/s]
+    double vhi = 0, vlo = 0;
+    opamp_swing(cfg, vhi, vlo);
+    double per_layer = 0;
+    if (gbw > 0) per_layer += 30 * 10 / (2 * M_PI * gbw);
+    if (sr > 0) per_layer += 2 * (vhi - vlo) / sr;
+    t = std::max(t, layers * per_layer);
+  }
+  return t;
+}
+
+Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from,
+                       std::uint64_t sample, const TransientOptions& opt, const std::vector<double>& sample_times,
+                       ImageTransient& out) {
+  out = ImageTransient{};
+  double tstop = opt.tstop > 0 ? opt.tstop : default_tstop(hw.map->cfg, static_cast<int>(hw.map->layers.size()));
+  for (int tries = 0; tries <= 6; ++tries, tstop *= 2) {
+    bool settled = false;
+    if (Status st = run_once(hw, codes, from, sample, opt, tstop, sample_times, out, settled); !st) return st;
+    if (settled) return {};
+    if (opt.tstop > 0) break;
+  }
+  return Status::numerical(fmt::format("network transient of sample {}: the outputs have not settled by half of the "
+                                       "run ({:.4g} s); give a longer tstop",
+                                       sample, out.tstop_s));
+}
+
+Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
+                  const TransientOptions& opt, EnergyReport& rep) {
+  const auto t0 = Clock::now();
+  rep = EnergyReport{};
+  MappedNetwork map;
+  if (Status st = map_network(net, cfg, calib, map); !st) return st;
+  HardwareInstance hw;
+  realize(map, cfg.seed, 0, hw);
+  FastEvaluator fe;
+  if (Status st = fe.prepare(hw); !st) return st;
+  const int n = samples > 0 ? std::min(samples, test.size()) : test.size();
+  rep.samples = n;
+  for (size_t l = 0; l + 1 < map.sizes.size(); ++l) rep.macs += static_cast<long>(map.sizes[l]) * map.sizes[l + 1];
+  LayerCodes prev;
+  long right = 0;
+  std::vector<long> right_at;
+  for (int k = 0; k < n; ++k) {
+    std::vector<LayerVoltages> fv;
+    LayerCodes codes;
+    if (Status st = fe.evaluate_one(test.images.row(k).data(), static_cast<std::uint64_t>(k), fv, &codes); !st)
+      return Status::numerical(fmt::format("sample {}: {}", k, st.errors[0].message));
+    ImageTransient it;
+    if (Status st = image_transient(hw, codes, prev, static_cast<std::uint64_t>(k), opt, rep.sample_times_s, it); !st)
+      return st;
+    if (k == 0) {  // the table's times: 20 over the first run, classes of image 0 taken again at them
+      for (int i = 1; i <= 20; ++i) rep.sample_times_s.push_back(it.tstop_s * i / 20.0);
+      if (Status st = image_transient(hw, codes, prev, 0, opt, rep.sample_times_s, it); !st) return st;
+      right_at.assign(rep.sample_times_s.size(), 0);
+    }
+    prev = codes;
+    const int label = test.labels[k];
+    right += it.cls == label;
+    for (size_t i = 0; i < it.cls_at.size(); ++i) right_at[i] += it.cls_at[i] == label;
+    rep.labels.push_back(label);
+    rep.images.push_back(std::move(it));
+  }
+  std::vector<double> lat, en;
+  for (const auto& im : rep.images) {
+    lat.push_back(im.settle_s);
+    en.push_back(im.energy_j);
+    rep.latency_mean_s += im.settle_s / n;
+    rep.energy_mean_j += im.energy_j / n;
+    for (int p = 0; p < kNumEnergyParts; ++p) rep.energy_parts_mean_j[p] += im.energy_parts_j[p] / n;
+  }
+  rep.latency_p99_s = percentile(lat, 99);
+  rep.energy_p99_j = percentile(en, 99);
+  rep.accuracy = n > 0 ? static_cast<double>(right) / n : 0;
+  for (size_t i = 0; i < right_at.size(); ++i)
+    rep.accuracy_at.push_back(n > 0 ? static_cast<double>(right_at[i]) / n : 0);
+  // The earliest table time from which on every later one is within 0.1 points of the settled accuracy.
+  rep.shortest_sample_time_s = rep.sample_times_s.empty() ? 0 : rep.sample_times_s.back();
+  for (size_t i = right_at.size(); i-- > 0;) {
+    if (std::fabs(rep.accuracy_at[i] - rep.accuracy) > 0.001 + 1e-12) break;
+    rep.shortest_sample_time_s = rep.sample_times_s[i];
+  }
+  if (rep.latency_mean_s > 0) rep.tops = 2.0 * static_cast<double>(rep.macs) / rep.latency_mean_s / 1e12;
+  if (rep.energy_mean_j > 0) rep.tops_per_w = 2.0 * static_cast<double>(rep.macs) / rep.energy_mean_j / 1e12;
+  rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return {};
+}
+
+}  // namespace anasim::nn

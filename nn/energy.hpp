@@ -1,0 +1,80 @@
+// Network transient (issue 12): settling time, energy by component and class of one input from the engine's
+// transient of the full mapped circuit (the reference path), and the `nn energy` summary over a test set.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "nn/dataset.hpp"
+#include "nn/hardware.hpp"
+#include "nn/mlp.hpp"
+#include "nn/netlist_builder.hpp"
+
+namespace anasim::nn {
+
+// Components of the energy breakdown (absorbed energy [J], by device name in the mapped netlist):
+//   crossbar  xb*  cells, wires and wire capacitance
+//   opamps    utia*, urect*, uinv*  what the op-amps absorb (from the rails, minus what they deliver)
+//   activation d1*, d2*, r1*, r2*, rl*, ri1*, ri2*  the rectifier and inverter passives (analog mode)
+//   dacs      rdac*  the DAC output resistances (the DAC sources themselves deliver: they are the supply)
+//   adcs      adc*   ADC input resistance
+//   other     rf*    TIA feedback resistors
+// Their sum is the energy the sources (DAC outputs, op-amp rails, read-noise sources) deliver.
+enum EnergyPart { kPartCrossbar, kPartOpamps, kPartActivation, kPartDacs, kPartAdcs, kPartOther, kNumEnergyParts };
+const char* energy_part_name(int part);  // "crossbar", "opamps", "activation", "dacs", "adcs", "other_resistors"
+
+// One input's transient.
+struct ImageTransient {
+  double settle_s = 0;            // [s] last time any last-layer output leaves +-0.5 ADC LSB of its final value
+  double tstop_s = 0;             // [s] length of the run (final values are taken here)
+  double energy_j = 0;            // [J] energy the sources deliver over [0, settle_s]
+  double energy_parts_j[kNumEnergyParts] = {};  // [J] absorbed over [0, settle_s], see EnergyPart
+  int cls = -1;                   // argmax of the last layer's ADC codes at tstop_s (first maximum)
+  std::vector<int> cls_at;        // per sampling time given: the class from the outputs at that time
+  long timepoints = 0;            // accepted time points of the run
+  double seconds = 0;             // [s] wall time of the engine run(s)
+};
+
+struct TransientOptions {
+  bool from_previous = false;     // step from the previous input's settled state (else from reset: input code 0)
+  double tstop = 0;               // [s] run length; 0 = automatic (doubled until the settling time < tstop / 2)
+  int points = 500;               // tstop / largest time step
+};
+
+// Runs the engine's transient of the full mapped netlist of one input (codes: the sample's DAC codes; from: the
+// codes before the step, used when opt.from_previous) and reduces it to settling time, energy and classes at
+// the sampling times `sample_times` [s] (outputs linearly interpolated between time points; after tstop: the
+// final class). Errors: the engine's, or no settling within 2^6 doublings of the automatic tstop.
+Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from,
+                       std::uint64_t sample, const TransientOptions& opt, const std::vector<double>& sample_times,
+                       ImageTransient& out);
+
+// First guess of the run length of hw's network [s]: per layer 30 closed-loop time constants of the op-amp
+// (1 / (2 pi gbw) times a noise gain of 10) plus two full swings at the slew rate (level 2), at least
+// 100 DAC edges.
+double default_tstop(const HardwareConfig& cfg, int layers);
+
+// `nn energy` over the first `samples` test images (0 = all).
+struct EnergyReport {
+  int samples = 0;
+  double accuracy = 0;            // fraction, settled classes
+  double latency_mean_s = 0, latency_p99_s = 0;
+  double energy_mean_j = 0, energy_p99_j = 0;
+  double energy_parts_mean_j[kNumEnergyParts] = {};
+  long macs = 0;                  // multiply-accumulates per inference (sum of in x out over layers)
+  double tops = 0;                // 2 macs / latency_mean_s / 1e12
+  double tops_per_w = 0;          // 2 macs / energy_mean_j / 1e12
+  std::vector<double> sample_times_s;   // sampling-time table: times [s]
+  std::vector<double> accuracy_at;      //   and the accuracy of the classes sampled there (fraction)
+  double shortest_sample_time_s = 0;    // shortest table time whose accuracy is within 0.1 points of `accuracy`
+  std::vector<int> labels;
+  std::vector<ImageTransient> images;   // per sample
+  double seconds = 0;             // [s] wall time
+};
+
+// Maps and realizes the network (trial 0, as nn eval), gets each image's DAC codes from the fast DC path
+// (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs image_transient on each.
+// The sampling-time table uses 20 times evenly spaced over (0, tstop] of the first image's run.
+Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
+                  const TransientOptions& opt, EnergyReport& rep);
+
+}  // namespace anasim::nn

@@ -1,0 +1,112 @@
+// Tests for nn/energy.cpp and the transient option of nn/netlist_builder.cpp: the engine's transient of the
+// full mapped circuit of a small network (64-16-10, level-2 op-amps) settles to the DC operating point, its
+// energy breakdown adds up to what the sources deliver, and a step from the same codes costs no settling.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <vector>
+#include <fmt/format.h>
+#include "devices/registry.hpp"
+#include "engine/simulate.hpp"
+#include "nn/energy.hpp"
+#include "nn/fast_eval.hpp"
+#include "nn/hardware.hpp"
+#include "nn/netlist_builder.hpp"
+#include "nn_test_support.hpp"
+
+using namespace anasim;
+using namespace anasim::nn;
+using namespace anasim::nn_test;
+
+namespace {
+
+struct SmallTransient {
+  Mlp net = net_64_16_10();
+  MatrixRf x = code_inputs(24, 64, 5);
+  HardwareConfig cfg = default_hardware_config();
+  MappedNetwork map;
+  HardwareInstance hw;
+  FastEvaluator fe;
+  explicit SmallTransient(MappingMode mode = MappingMode::Analog) {
+    cfg.mode = mode;
+    cfg.tile_rows = 48;
+    cfg.tile_cols = 8;
+    cfg.dac_rout = 50;
+    cfg.calib_samples = 24;
+    REQUIRE(set_hardware_param(cfg, "opamp.level", "2").ok());
+    REQUIRE(map_network(net, cfg, x, map).ok());
+    realize(map, cfg.seed, 0, hw);
+    REQUIRE(fe.prepare(hw).ok());
+  }
+  LayerCodes codes(int k, std::vector<LayerVoltages>* v = nullptr) {
+    std::vector<LayerVoltages> fv;
+    LayerCodes c;
+    REQUIRE(fe.evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
+    if (v) *v = fv;
+    return c;
+  }
+};
+
+}  // namespace
+
+// The default part settles in ~7 us here (measured: 5.9, 6.5, 7.1 us on images 0..2); 25 us is a fixed run
+// length that keeps the fast suite at two engine runs.
+constexpr double kTstop = 25e-6;
+
+TEST_CASE("nn energy: the transient settles, the breakdown sums to the delivered energy, no step no settling") {
+  SmallTransient s;
+  TransientOptions opt;
+  opt.tstop = kTstop;
+  const int k = 0;
+  const LayerCodes c = s.codes(k);
+  ImageTransient it;
+  Status st = image_transient(s.hw, c, {}, k, opt, {0.2 * kTstop, kTstop}, it);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  MESSAGE(fmt::format("settle {:.4g} s of {:.4g} s, energy {:.4g} J, {} points, {:.2f} s", it.settle_s, it.tstop_s,
+                      it.energy_j, it.timepoints, it.seconds));
+  CHECK(it.settle_s > 1e-6);
+  CHECK(it.settle_s < 0.5 * it.tstop_s);
+  CHECK(it.energy_j > 0);
+  double sum = 0;
+  for (double e : it.energy_parts_j) sum += e;
+  CHECK(sum == doctest::Approx(it.energy_j).epsilon(1e-6));  // Tellegen: absorbed = delivered
+  CHECK(it.energy_parts_j[kPartCrossbar] > 0);
+  CHECK(it.energy_parts_j[kPartOpamps] > 0);
+  CHECK(it.energy_parts_j[kPartActivation] > 0);
+  CHECK(it.energy_parts_j[kPartDacs] > 0);
+  // The settled class is the fast DC path's (argmax of the last ADC codes), also sampled at tstop.
+  std::vector<int> cls;
+  REQUIRE(s.fe.classify(s.x, k, 1, k, cls).ok());
+  CHECK(it.cls == cls[0]);
+  REQUIRE(it.cls_at.size() == 2);
+  CHECK(it.cls_at[1] == it.cls);
+  // Stepping from the input's own codes (previous state = this one): the outputs never leave the band.
+  opt.from_previous = true;
+  ImageTransient same;
+  REQUIRE(image_transient(s.hw, c, c, k, opt, {}, same).ok());
+  CHECK(same.settle_s == 0);
+  CHECK(same.cls == it.cls);
+}
+
+TEST_CASE("nn slow: network transient's final outputs equal the DC operating point" * doctest::skip()) {
+  SmallTransient s;
+  const LayerCodes c = s.codes(1);
+  FlatNetlist fn;
+  NetlistNames names;
+  TranSpec ts;
+  ts.tstop = kTstop;
+  ts.tmax = ts.tstop / 500;
+  REQUIRE(build_netlist(s.hw, c, 1, fn, names, &ts).ok());
+  RunResults tr;
+  REQUIRE(simulate(fn, builtin_catalog(), tr).ok());
+  REQUIRE(build_netlist(s.hw, c, 1, fn, names).ok());
+  RunResults op;
+  REQUIRE(simulate(fn, builtin_catalog(), op).ok());
+  const double swing = std::max(s.map.vhi, -s.map.vlo);
+  for (const auto& y : names.tia_out.back()) {
+    const Signal* a = tr.analyses[0].find("v(" + y + ")");
+    const Signal* b = op.analyses[0].find("v(" + y + ")");
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(std::fabs(a->re.back() - b->re[0]) < 1e-4 * swing);
+  }
+}
