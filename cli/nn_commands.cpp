@@ -17,6 +17,7 @@
 #include "engine/export_spice.hpp"
 #include "engine/output_file.hpp"
 #include "nn/dataset.hpp"
+#include "nn/energy.hpp"
 #include "nn/evaluate.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
@@ -49,6 +50,11 @@ struct NnArgs {
   CLI::App* import = nullptr;
   CLI::App* export_spice = nullptr;
   CLI::App* mc = nullptr;
+  CLI::App* energy = nullptr;
+  std::string per_sample;              // energy: per-sample CSV
+  bool from_previous = false;          // energy: step from the previous image's settled state
+  double tstop = 0;                    // energy: run length [s] (0 = automatic)
+  bool tran = false;                   // export-spice: the transient deck
   std::string config;                  // eval / export-spice / mc: hardware config (YAML)
   std::string mode;                    // --mode analog|hybrid (overrides the config)
   int samples = 0;                     // eval / mc: test images (0 = all)
@@ -323,7 +329,12 @@ int cmd_export_spice(const NnArgs& a) {
     return report(st);
   FlatNetlist fn;
   NetlistNames names;
-  if (Status st = build_netlist(hw, codes, static_cast<std::uint64_t>(a.sample), fn, names); !st) return report(st);
+  TranSpec ts;  // --tran: the input step from reset over the automatic run length (or --tstop)
+  ts.tstop = a.tstop > 0 ? a.tstop : 4 * default_tstop(h.cfg, static_cast<int>(map.layers.size()));
+  ts.tmax = ts.tstop / 500;
+  if (Status st = build_netlist(hw, codes, static_cast<std::uint64_t>(a.sample), fn, names, a.tran ? &ts : nullptr);
+      !st)
+    return report(st);
   fn.title = fmt::format("{} - test image {} (label {})", fn.title, a.sample, h.test.labels[a.sample]);
   if (Status st = anasim::export_spice(fn, a.output); !st) return report(st);
   if (!a.yaml_out.empty())
@@ -331,6 +342,57 @@ int cmd_export_spice(const NnArgs& a) {
   fmt::print("wrote {} ({} devices, {} nodes): test image {}, label {}; outputs {} ... (pre-ADC)\n", a.output,
              fn.devices.size(), fn.node_names.size() - 1, a.sample, h.test.labels[a.sample],
              names.tia_out.back().front());
+  return 0;
+}
+
+// `nn energy`: the engine's transient of the full mapped circuit per test image (nn/energy.hpp).
+int cmd_energy(const NnArgs& a) {
+  HwSetup h;
+  if (Status st = load_hw_setup(a, h); !st) return report(st);
+  if (Status st = check_samples(a.samples, h.test.size()); !st) return report(st);
+  if (!(a.tstop >= 0)) return report(Status::input(fmt::format("--tstop must be >= 0 (0 = automatic), got {}", a.tstop)));
+  TransientOptions o;
+  o.from_previous = a.from_previous;
+  o.tstop = a.tstop;
+  EnergyReport r;
+  if (Status st = run_energy(h.net, h.cfg, h.calib(), h.test, a.samples, o, r); !st) return report(st);
+  if (!a.per_sample.empty()) {
+    std::string csv = "sample,label,class,latency_s,energy_j\n";
+    for (int k = 0; k < r.samples; ++k)
+      csv += fmt::format("{},{},{},{:.10g},{:.10g}\n", k, r.labels[k], r.images[k].cls, r.images[k].settle_s,
+                         r.images[k].energy_j);
+    if (Status st = write_output_file(a.per_sample, csv); !st) return report(st);
+  }
+  if (a.json) {
+    std::vector<std::string> parts, table;
+    for (int p = 0; p < kNumEnergyParts; ++p)
+      parts.push_back(fmt::format("\"{}\": {}", energy_part_name(p), json_num(r.energy_parts_mean_j[p])));
+    for (size_t i = 0; i < r.sample_times_s.size(); ++i)
+      table.push_back(fmt::format("[{}, {}]", json_num(r.sample_times_s[i]), json_num(r.accuracy_at[i])));
+    fmt::print("{{\"samples\": {}, \"accuracy\": {}, \"latency_mean_s\": {}, \"latency_p99_s\": {}, "
+               "\"energy_mean_j\": {}, \"energy_p99_j\": {}, \"energy_breakdown_j\": {{{}}}, \"macs\": {}, "
+               "\"tops\": {}, \"tops_per_w\": {}, \"accuracy_vs_sample_time\": [{}], \"shortest_sample_time_s\": {}, "
+               "\"seconds\": {}}}\n",
+               r.samples, json_num(r.accuracy), json_num(r.latency_mean_s), json_num(r.latency_p99_s),
+               json_num(r.energy_mean_j), json_num(r.energy_p99_j), fmt::join(parts, ", "), r.macs, json_num(r.tops),
+               json_num(r.tops_per_w), fmt::join(table, ", "), json_num(r.shortest_sample_time_s),
+               json_num(r.seconds));
+    return 0;
+  }
+  fmt::print("model {} ({}), hardware {} ({} mode): engine transient of the full circuit, {} test images\n", a.model,
+             fmt::join(h.net.sizes(), "-"), a.config, mode_name(h.cfg.mode), r.samples);
+  fmt::print("  accuracy           {}\n", percent(r.accuracy));
+  fmt::print("  latency            mean {:.4g} s, p99 {:.4g} s (+-0.5 LSB of the last ADC)\n", r.latency_mean_s,
+             r.latency_p99_s);
+  fmt::print("  energy/inference   mean {:.4g} J, p99 {:.4g} J\n", r.energy_mean_j, r.energy_p99_j);
+  for (int p = 0; p < kNumEnergyParts; ++p)
+    fmt::print("    {:<16} {:.4g} J\n", energy_part_name(p), r.energy_parts_mean_j[p]);
+  fmt::print("  {} MACs: {:.4g} TOPS, {:.4g} TOPS/W\n", r.macs, r.tops, r.tops_per_w);
+  fmt::print("  accuracy vs sampling time (shortest within 0.1 points of settled: {:.4g} s)\n",
+             r.shortest_sample_time_s);
+  for (size_t i = 0; i < r.sample_times_s.size(); ++i)
+    fmt::print("    {:>10.4g} s  {}\n", r.sample_times_s[i], percent(r.accuracy_at[i]));
+  fmt::print("  time               {:.2f} s\n", r.seconds);
   return 0;
 }
 
@@ -462,6 +524,8 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   e->add_option("--sample", a->sample, "test image index")->capture_default_str();
   e->add_option("-o,--output", a->output, "deck to write")->required();
   e->add_option("--yaml", a->yaml_out, "also write the netlist as anasim YAML");
+  e->add_flag("--tran", a->tran, "the transient deck: input step from reset at t = 0, rails as sources");
+  e->add_option("--tstop", a->tstop, "with --tran: transient length [s] (0 = 4x the automatic first guess)");
 
   a->mc = nn->add_subcommand("mc", "Monte Carlo accuracy of the mapped circuit over mismatch draws");
   CLI::App* m = a->mc;
@@ -475,7 +539,21 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   m->add_option("--sweep", a->sweep, "PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep");
   m->add_option("-o,--output", a->output, "write the per-trial accuracies to this HDF5 file");
 
+  a->energy = nn->add_subcommand("energy", "latency and energy per inference from the transient of the mapped circuit");
+  CLI::App* en = a->energy;
+  en->add_option("--model", a->model, "model file")->required();
+  en->add_option("--config", a->config, "hardware config (YAML)")->required();
+  data_options(en);
+  en->add_option("--mode", a->mode, "analog or hybrid (overrides the config)");
+  en->add_option("--samples", a->samples, "test images (0 = all)")->capture_default_str();
+  en->add_flag("--json", a->json, "print a machine-readable summary");
+  en->add_option("--per-sample", a->per_sample, "write sample,label,class,latency_s,energy_j to this CSV file");
+  en->add_flag("--from-previous", a->from_previous,
+               "step from the previous image's settled state (default: from reset, input DACs at code 0)");
+  en->add_option("--tstop", a->tstop, "transient length [s] (0 = automatic)")->capture_default_str();
+
   return [a]() -> int {
+    if (*a->energy) return cmd_energy(*a);
     if (*a->export_spice) return cmd_export_spice(*a);
     if (*a->mc) return cmd_mc(*a);
     if (*a->train) return cmd_train(*a);
