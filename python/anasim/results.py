@@ -100,7 +100,7 @@ _YAML_KEYS = re.compile(r"^(title|params|models|subcircuits|devices|analyses|opt
                         re.M)
 
 
-def run(source, *, mc=0, seed=1, format=None, name=None, data=None):
+def run(source, *, mc=0, seed=1, power=False, format=None, name=None, data=None):
     """Runs every analysis of a netlist, as `anasim run` does, and returns Results.
 
     source: a path (str or os.PathLike; the extension picks the reader) or the netlist text itself (a string
@@ -108,6 +108,8 @@ def run(source, *, mc=0, seed=1, format=None, name=None, data=None):
       section such as "devices:", else SPICE); name: the name used in error locations and for relative includes
       of text (default "<text>.yaml" / "<text>.cir" in the current directory).
     mc, seed: Monte Carlo trials drawing every parameter tolerance (res.mc), as `anasim run --mc N --seed S`.
+    power: power probes p(<device>), p(type:<key>), p(total) [W] in every op, dc and tran, energies e(...) [J] in
+      tran, as `anasim run --power` (or .options power in the netlist).
     data: data directory of nn_eval / nn_mc analyses (default: $ANASIM_DATA, then ../shared/mnist, ...).
     Raises InputError (file:line:col) or NumericalError.
     """
@@ -117,5 +119,6 @@ def run(source, *, mc=0, seed=1, format=None, name=None, data=None):
         pseudo = name or ("<text>.yaml" if fmt == "yaml" else "<text>.cir")
     else:
         fmt, pseudo = "", ""
-    raw = _anasim.run_netlist(os.fspath(source), is_text, fmt, pseudo, int(mc), int(seed), data or "")
+    raw = _anasim.run_netlist(os.fspath(source), is_text, fmt, pseudo, int(mc), int(seed), bool(power),
+                              data or "")
     return Results(raw)

@@ -20,6 +20,7 @@ struct RunRequest {
   std::string name;            // text only: name used in file:line:col messages and for relative includes
   int mc_trials = 0;           // 0 = no Monte Carlo
   unsigned long long seed = 1;
+  bool power = false;          // power probes p(...) and energies e(...), as `anasim run --power`
   std::string data_dir;        // data sets of nn_eval / nn_mc ("" = $ANASIM_DATA, then the defaults)
 };
 
@@ -43,6 +44,7 @@ Status run_request(const RunRequest& rq, RunResults& r, std::vector<std::string>
   Status es = elaborate(pn, builtin_catalog(), fn);
   if (!es) return es;
   warnings.insert(warnings.end(), es.warnings.begin(), es.warnings.end());
+  if (rq.power) fn.options.power = true;
   if (Status st = simulate(fn, builtin_catalog(), r); !st) return st;
   if (rq.mc_trials > 0)
     if (Status st = run_monte_carlo(pn, builtin_catalog(), rq.mc_trials, rq.seed, r.mc); !st) return st;
@@ -97,8 +99,8 @@ void bind_circuits(py::module_& m) {
   m.def(
       "run_netlist",
       [](const std::string& source, bool is_text, const std::string& format, const std::string& name, int mc,
-         unsigned long long seed, const std::string& data_dir) {
-        RunRequest rq{source, is_text, format, name, mc, seed, data_dir};
+         unsigned long long seed, bool power, const std::string& data_dir) {
+        RunRequest rq{source, is_text, format, name, mc, seed, power, data_dir};
         if (mc < 0) raise_if_failed(Status::input("mc must be >= 0"));
         RunResults r;
         std::vector<std::string> warnings;
@@ -115,7 +117,7 @@ void bind_circuits(py::module_& m) {
         return d;
       },
       py::arg("source"), py::arg("is_text"), py::arg("format"), py::arg("name"), py::arg("mc"), py::arg("seed"),
-      py::arg("data_dir"),
+      py::arg("power"), py::arg("data_dir"),
       "Parses, elaborates and simulates a netlist (a path, or text with format 'yaml'/'spice'); returns the raw "
       "results (anasim.run wraps them).");
 }

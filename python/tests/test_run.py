@@ -22,10 +22,12 @@ def read_csv(path):
     return {name: np.array([float(r[k]) for r in rows[1:]]) for k, name in enumerate(rows[0])}
 
 
-@pytest.mark.parametrize("deck", DECKS)
-def test_run_equals_cli_csv(deck, cli, tmp_path):
-    cli("run", src(deck), "--csv", tmp_path)
-    res = anasim.run(src(deck))
+@pytest.mark.parametrize("deck,power", [(d, False) for d in DECKS] + [(DECKS[1], True), (DECKS[5], True)])
+def test_run_equals_cli_csv(deck, power, cli, tmp_path):
+    cli("run", src(deck), "--csv", tmp_path, *(["--power"] if power else []))
+    res = anasim.run(src(deck), power=power)
+    if power:
+        assert any(s.startswith("p(") for t in res.values() for s in t.signals)
     files = sorted(f for f in os.listdir(tmp_path) if f.endswith(".csv") and "_summary" not in f)
     assert sorted(f[:-4] for f in files) == sorted(res), "one CSV per analysis group"
     for f in files:
