@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include "engine/elaborate.hpp"
 #include "nn/dataset.hpp"
+#include "nn/energy.hpp"
 #include "nn/evaluate.hpp"
 #include "nn/hardware.hpp"
 
@@ -21,6 +22,8 @@ enum { kModel, kKeras, kConfig, kMode, kDataset, kSamples, kNumCommon };
 enum { kReference = kNumCommon };
 // nn_mc, after the common ones.
 enum { kTrials = kNumCommon, kSeed, kSweep };
+// nn_energy, after the common ones.
+enum { kFromPrevious = kNumCommon, kTstop };
 
 ParamTable common_params() {
   return {
@@ -253,6 +256,66 @@ class McAnalysis : public NnAnalysis {
   }
 };
 
+// Latency and energy per inference from the engine's transient of the mapped circuit (as `anasim nn energy`).
+class EnergyAnalysis : public NnAnalysis {
+ public:
+  explicit EnergyAnalysis(std::string data_dir) : NnAnalysis(std::move(data_dir)) {
+    name = "nn_energy";
+    description = "latency and energy per inference from the transient of the mapped circuit (as `anasim nn energy`)";
+    params = common_params();
+    params.push_back({"from_previous", "", 0, 0, 1, "step from the previous image's settled state (else from reset)",
+                      ParamKind::Flag});
+    params.push_back({"tstop", "s", 0, 0, 1e3, "transient length (0 = automatic)"});
+  }
+
+  Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
+    Inputs in;
+    EvalSetup s;
+    Status ld = setup(req, in, s);
+    if (!ld) return ld;
+    const ParamValues& a = *req.args;
+    TransientOptions o;
+    o.from_previous = a[kFromPrevious] != 0;
+    o.tstop = a[kTstop];
+    EnergyReport r;
+    if (Status st = run_energy(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a[kSamples]), o, r); !st)
+      return located(st, req.loc);
+    out.sweep_name = "sample";
+    out.sweep_unit = "";
+    Signal label{"label", "", {}, {}}, cls{"class", "", {}, {}}, lat{"latency", "s", {}, {}}, en{"energy", "J", {}, {}};
+    for (int i = 0; i < r.samples; ++i) {
+      out.sweep.push_back(i);
+      label.re.push_back(r.labels[i]);
+      cls.re.push_back(r.images[i].cls);
+      lat.re.push_back(r.images[i].settle_s);
+      en.re.push_back(r.images[i].energy_j);
+    }
+    out.signals = {std::move(label), std::move(cls), std::move(lat), std::move(en)};
+    add_scalar(out, "samples", "", r.samples);
+    add_scalar(out, "accuracy", "%", 100 * r.accuracy);
+    add_scalar(out, "latency_mean", "s", r.latency_mean_s);
+    add_scalar(out, "latency_p99", "s", r.latency_p99_s);
+    add_scalar(out, "energy_mean", "J", r.energy_mean_j);
+    add_scalar(out, "energy_p99", "J", r.energy_p99_j);
+    for (int p = 0; p < kNumEnergyParts; ++p)
+      out.scalars.push_back(ResultScalar{std::string("energy_") + energy_part_name(p), "J", r.energy_parts_mean_j[p]});
+    add_scalar(out, "macs", "", static_cast<double>(r.macs));
+    add_scalar(out, "tops", "", r.tops);
+    add_scalar(out, "tops_per_w", "", r.tops_per_w);
+    add_scalar(out, "shortest_sample_time", "s", r.shortest_sample_time_s);
+    out.notes.push_back(fmt::format("model {} ({}), {} mode", in.model, fmt::join(s.net.sizes(), "-"),
+                                    mode_name(s.cfg.mode)));
+    out.notes.push_back(fmt::format("hardware {}", in.hardware));
+    out.notes.push_back(fmt::format("{} test images from {}", r.samples, s.dir));
+    for (size_t i = 0; i < r.sample_times_s.size(); ++i)
+      out.notes.push_back(fmt::format("accuracy sampled at {:.6g} s: {:.2f}%", r.sample_times_s[i],
+                                      100 * r.accuracy_at[i]));
+    for (const auto& w : ld.warnings) out.notes.push_back("warning: " + w);
+    out.stats.timepoints = r.samples;
+    return {};
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<AnalysisType> make_eval_analysis(const std::string& data_dir) {
@@ -266,6 +329,7 @@ std::unique_ptr<AnalysisType> make_mc_analysis(const std::string& data_dir) {
 void add_analyses(AnalysisCatalog& cat, const std::string& data_dir) {
   cat.add(make_eval_analysis(data_dir));
   cat.add(make_mc_analysis(data_dir));
+  cat.add(std::make_unique<EnergyAnalysis>(data_dir));
 }
 
 }  // namespace anasim::nn
