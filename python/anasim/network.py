@@ -91,7 +91,7 @@ class McAccuracy:
 
 def _images(x):
     x = np.asarray(x, dtype=np.float32)
-    return np.ascontiguousarray(x.reshape(1, -1) if x.ndim == 1 else x.reshape(x.shape[0], -1))
+    return np.ascontiguousarray(x.reshape(1, -1) if x.ndim == 1 else x.reshape(x.shape[0], int(np.prod(x.shape[1:]))))
 
 
 def _image(x):

@@ -46,13 +46,15 @@ Mlp mlp_from(const Layers& layers) {
 MatrixRf images_from(const ImagesF& x, py::ssize_t max_rows = -1) {
   if (x.ndim() < 1 || x.ndim() > 3) raise_if_failed(Status::input("images must be a 1-, 2- or 3-D array"));
   const py::ssize_t n = x.ndim() == 1 ? 1 : x.shape(0);
-  const py::ssize_t p = n == 0 ? 0 : x.size() / n;
+  py::ssize_t p = 1;
+  for (py::ssize_t k = x.ndim() == 1 ? 0 : 1; k < x.ndim(); ++k) p *= x.shape(k);
   return Eigen::Map<const MatrixRf>(x.data(), max_rows >= 0 ? std::min(n, max_rows) : n, p);
 }
 
-// Input errors for images (one per row) whose pixel count is not the network's input count, or with non-finite
-// pixels (a NaN's DAC code is undefined). `what`: "images" or "calibration images".
+// Input errors for no images, images (one per row) whose pixel count is not the network's input count, or
+// non-finite pixels (a NaN's DAC code is undefined). `what`: "images" or "calibration images".
 void check_pixels(const MatrixRf& x, int inputs, const std::string& what) {
+  if (x.rows() == 0) raise_if_failed(Status::input("no " + what + " given"));
   if (x.cols() != inputs)
     raise_if_failed(Status::input(what + " have " + std::to_string(x.cols()) + " pixels, the network " +
                                   std::to_string(inputs) + " inputs"));
