@@ -1,5 +1,5 @@
-// Writers for analysis results. Both write to a temporary file and rename it into place when complete,
-// so no half-written output is ever left behind.
+// Writers for analysis results. Both write through engine/output_file.hpp (unique temporary, every write and
+// close checked, rename when complete; the CSV files of a run all or none), so no half-written output is ever left.
 #pragma once
 #include <string>
 #include "engine/results.hpp"

@@ -34,7 +34,8 @@ struct ModelInfo {
   std::string created_by;        // e.g. the command line
 };
 
-// Writes `net` (validated first) and `info` to `path`, via "<path>.tmp" renamed into place.
+// Writes `net` (validated first) and `info` to `path`: built in memory, written through a unique temporary and
+// renamed into place when complete (engine/output_file.hpp).
 Status save_model(const std::string& path, const Mlp& net, const ModelInfo& info);
 
 // Reads an anasim-mlp-1 file. Checks the format attribute, that every layer group listed by "sizes" exists,

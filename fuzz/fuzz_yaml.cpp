@@ -1,0 +1,17 @@
+// libFuzzer target: the YAML netlist reader and the elaborator on arbitrary text (no simulation).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include "devices/registry.hpp"
+#include "engine/elaborate.hpp"
+#include "engine/parse.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace anasim;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  ParsedNetlist pn;
+  if (!parse_yaml_string(text, "fuzz.yaml", builtin_catalog(), pn)) return 0;
+  FlatNetlist fn;
+  (void)elaborate(pn, builtin_catalog(), fn);
+  return 0;
+}
