@@ -17,7 +17,10 @@ namespace anasim {
 
 namespace {
 
-enum { kV, kI };
+struct BSourceParams {
+  std::shared_ptr<CompiledExpr> v;  // voltage expression, null if not given
+  std::shared_ptr<CompiledExpr> i;  // current expression, null if not given
+};
 
 class BSource : public Device {
  public:
@@ -119,33 +122,40 @@ class BSourceType : public DeviceType {
     description = "behavioural source (ngspice B): V=expr or I=expr of v(n), v(a,b), i(vname), time";
     pins = {"p", "n"};
     params = {
-        {"v", "V", 0, -kInf, kInf, "voltage v(p) - v(n) as an expression", ParamKind::Expr},
-        {"i", "A", 0, -kInf, kInf, "current from p through the source to n as an expression", ParamKind::Expr},
+        ParamDecl("v").unit("V").kind(ParamKind::Expr).doc("voltage v(p) - v(n) as an expression")
+            .bind<&BSourceParams::v>(),
+        ParamDecl("i").unit("A").kind(ParamKind::Expr).doc("current from p through the source to n as an expression")
+            .bind<&BSourceParams::i>(),
     };
   }
 
   std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
-    const bool v = fd.params.has(kV), i = fd.params.has(kI);
+    BSourceParams p;
+    apply_params(fd.params, p, "bsource");  // expressions only: cannot fail
+    const bool v = fd.params.has(fd.params.index_of("v")), i = fd.params.has(fd.params.index_of("i"));
     if (v == i) {
       st.merge(Status::input(fmt::format(v ? "bsource '{}' takes either V=expression or I=expression, not both"
                                            : "bsource '{}' needs V=expression or I=expression",
                                          fd.name),
-                             v ? fd.params.loc[kI] : fd.loc));
+                             v ? fd.params.loc[fd.params.index_of("i")] : fd.loc));
       return nullptr;
     }
-    return std::make_unique<BSource>(fd, fd.params.expr()[v ? kV : kI], v);
+    return std::make_unique<BSource>(fd, v ? p.v : p.i, v);
   }
 
   // "b<name> p n v = <expr>" with flattened node and source names and parameters folded to numbers.
   std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
-    const int k = fd.params.has(kV) ? kV : kI;
-    if (!fd.params.expr()[k]) return fmt::format("* bsource {}: no expression", fd.name);
+    BSourceParams p;
+    apply_params(fd.params, p, "bsource");
+    const bool v = fd.params.has(fd.params.index_of("v"));
+    const std::shared_ptr<CompiledExpr>& f = v ? p.v : p.i;
+    if (!f) return fmt::format("* bsource {}: no expression", fd.name);
     auto name = [](const ExprQuantity& q) {
       if (q.kind == ExprQuantity::Kind::Voltage) return "v(" + q.name + ")";
       return "i(" + spice_instance_name(q.device_key.empty() ? "v" : q.device_key, q.name) + ")";
     };
     return fmt::format("{} {} {} {} = {}", spice_instance_name(key, fd.name), pins[0], pins[1],
-                       params[k].name, fd.params.expr()[k]->text(name));
+                       v ? "v" : "i", f->text(name));
   }
 };
 

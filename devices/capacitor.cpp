@@ -7,13 +7,16 @@
 namespace anasim {
 
 namespace {
-enum { kC, kIc };
+struct CapacitorParams {
+  double c = std::nan("");   // [F] required
+  std::optional<double> ic;  // [V] initial voltage (with uic)
+};
 
 class Capacitor : public Device {
  public:
-  Capacitor(const FlatDevice& fd)
-      : Device(fd.name, fd.loc), p_(fd.nodes[0]), n_(fd.nodes[1]), c_(fd.params[kC]),
-        ic_(fd.params[kIc]), has_ic_(fd.params.has(kIc)) {}
+  Capacitor(const FlatDevice& fd, const CapacitorParams& p)
+      : Device(fd.name, fd.loc), p_(fd.nodes[0]), n_(fd.nodes[1]), c_(p.c), ic_(p.ic.value_or(0.0)),
+        has_ic_(p.ic.has_value()) {}
   void allocate(Allocator& a) override { state_ = a.add_states(1); }
   void declare(PatternBuilder& p) override {
     up_ = p.unknown(p_);
@@ -54,12 +57,18 @@ class CapacitorType : public DeviceType {
     pins = {"p", "n"};
     positional = {"c"};
     params = {
-        {"c", "F", std::nan(""), 0, kInf, "capacitance", ParamKind::Real, false, "capacitance"},
-        {"ic", "V", 0.0, -kInf, kInf, "initial voltage (with uic)"},
+        ParamDecl("c").alias("capacitance").unit("F").def(std::nan("")).range(0, kInf).doc("capacitance")
+            .bind<&CapacitorParams::c>(),
+        ParamDecl("ic").unit("V").def(0).doc("initial voltage (with uic)").bind<&CapacitorParams::ic>(),
     };
   }
-  std::unique_ptr<Device> create(const FlatDevice& fd, Status&) const override {
-    return std::make_unique<Capacitor>(fd);
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    CapacitorParams p;
+    if (Status e = apply_params(fd.params, p, "capacitor"); !e) {
+      st.merge(e);
+      return nullptr;
+    }
+    return std::make_unique<Capacitor>(fd, p);
   }
 };
 }  // namespace

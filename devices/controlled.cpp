@@ -9,12 +9,20 @@
 namespace anasim {
 
 namespace {
-enum { kGain };
+struct ControlledParams {
+  double gain = std::nan("");  // required; unit per kind (V/V, A/V, A/A, V/A)
+};
+
+double gain_of(const FlatDevice& fd) {
+  ControlledParams p;
+  apply_params(fd.params, p, "controlled source");  // one Real line: cannot fail
+  return p.gain;
+}
 
 // E: v(p) - v(n) = gain * (v(cp) - v(cn)); branch current unknown.
 class Vcvs : public Device {
  public:
-  Vcvs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gain_(fd.params[kGain]) {}
+  Vcvs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gain_(gain_of(fd)) {}
   void allocate(Allocator& a) override { br_ = a.add_branch(*this); }
   void declare(PatternBuilder& p) override {
     b_.declare(p, p.unknown(nodes_[0]), p.unknown(nodes_[1]), br_);
@@ -40,7 +48,7 @@ class Vcvs : public Device {
 // G: current gain * (v(cp) - v(cn)) from p to n.
 class Vccs : public Device {
  public:
-  Vccs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gm_(fd.params[kGain]) {}
+  Vccs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gm_(gain_of(fd)) {}
   void declare(PatternBuilder& p) override {
     g_.declare(p, p.unknown(nodes_[0]), p.unknown(nodes_[1]), p.unknown(nodes_[2]), p.unknown(nodes_[3]));
   }
@@ -55,7 +63,7 @@ class Vccs : public Device {
 // F: current gain * i(control) from p to n.
 class Cccs : public Device {
  public:
-  Cccs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gain_(fd.params[kGain]), control_(fd.control) {}
+  Cccs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gain_(gain_of(fd)), control_(fd.control) {}
   void declare(PatternBuilder& p) override {
     UnknownIndex c = p.branch_of(control_);
     p.entry(p.unknown(nodes_[0]), c, &p_c_);
@@ -74,7 +82,7 @@ class Cccs : public Device {
 // H: v(p) - v(n) = gain * i(control) [ohm]; branch current unknown.
 class Ccvs : public Device {
  public:
-  Ccvs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gain_(fd.params[kGain]), control_(fd.control) {}
+  Ccvs(const FlatDevice& fd) : Device(fd.name, fd.loc), nodes_(fd.nodes), gain_(gain_of(fd)), control_(fd.control) {}
   void allocate(Allocator& a) override { br_ = a.add_branch(*this); }
   void declare(PatternBuilder& p) override {
     b_.declare(p, p.unknown(nodes_[0]), p.unknown(nodes_[1]), br_);
@@ -103,7 +111,7 @@ class ControlledType : public DeviceType {
     needs_control = current_controlled;
     pins = current_controlled ? std::vector<std::string>{"p", "n"} : std::vector<std::string>{"p", "n", "cp", "cn"};
     positional = {"gain"};
-    params = {{"gain", unit, std::nan(""), -kInf, kInf, "gain", ParamKind::Real, false, "value"}};
+    params = {ParamDecl("gain").alias("value").unit(unit).def(std::nan("")).doc("gain").bind<&ControlledParams::gain>()};
   }
   std::unique_ptr<Device> create(const FlatDevice& fd, Status&) const override { return std::make_unique<Dev>(fd); }
 };

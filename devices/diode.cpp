@@ -13,30 +13,22 @@
 namespace anasim {
 
 namespace {
-enum { kArea, kOff, kIc };
-enum { kIs, kN, kRs, kCjo, kVj, kM, kTt, kBv, kIbv, kFc };
 
 namespace dm = diode_model;
 
+// The instance lines besides `area` (which goes to dm::Params).
+struct DiodeInstance {
+  bool off = false;  // start the operating point with the junction off
+  double ic = 0.0;   // [V] initial junction voltage (accepted, unused)
+};
+
 class Diode : public Device {
  public:
-  explicit Diode(const FlatDevice& fd) : Device(fd.name, fd.loc), a_(fd.nodes[0]), k_(fd.nodes[1]) {
-    const ParamValues& m = fd.model;
-    dm::Params p;
-    p.area = fd.params[kArea];
-    p.is = m[kIs];
-    p.n = m[kN];
-    p.rs = m[kRs];
-    p.cjo = m[kCjo];
-    p.vj = m[kVj];
-    p.m = m[kM];
-    p.tt = m[kTt];
-    p.fc = m[kFc];
-    p.bv_given = fd.model.has(kBv);
-    p.bv = m[kBv];
-    p.ibv = m[kIbv];
+  // p: model and area; inst: the other instance lines.
+  Diode(const FlatDevice& fd, const dm::Params& p, const DiodeInstance& inst)
+      : Device(fd.name, fd.loc), a_(fd.nodes[0]), k_(fd.nodes[1]) {
     c_ = dm::coeffs(p);
-    off_ = fd.params[kOff] != 0;
+    off_ = inst.off;
   }
 
   bool nonlinear() const override { return true; }
@@ -136,26 +128,40 @@ class DiodeType : public DeviceType {
     pins = {"a", "k"};
     positional = {"area"};
     model_type = "d";
+    using M = dm::Params;
+    using P = ParamDecl;
     params = {
-        {"area", "", 1.0, 0, kInf, "area factor", ParamKind::Real, true},
-        {"off", "", 0.0, 0, 1, "start the operating point with the junction off", ParamKind::Flag},
-        {"ic", "V", 0.0, -kInf, kInf, "initial junction voltage (with uic; accepted, unused)"},
+        P("area").def(1).above(0).doc("area factor").bind<&M::area>(),
+        P("off").kind(ParamKind::Flag).def(0).range(0, 1).doc("start the operating point with the junction off")
+            .bind<&DiodeInstance::off>(),
+        P("ic").unit("V").def(0).doc("initial junction voltage (with uic; accepted, unused)").bind<&DiodeInstance::ic>(),
     };
     model_params = {
-        {"is", "A", 1e-14, 0, kInf, "saturation current", ParamKind::Real, true},
-        {"n", "", 1.0, 0, kInf, "emission coefficient", ParamKind::Real, true},
-        {"rs", "ohm", 0.0, 0, kInf, "series resistance"},
-        {"cjo", "F", 0.0, 0, kInf, "zero-bias junction capacitance", ParamKind::Real, false, "cj0"},
-        {"vj", "V", 1.0, 0, kInf, "junction potential", ParamKind::Real, true, "pb"},
-        {"m", "", 0.5, 0, 0.9, "grading coefficient", ParamKind::Real, false, "mj"},
-        {"tt", "s", 0.0, 0, kInf, "transit time"},
-        {"bv", "V", kInf, 0, kInf, "reverse breakdown voltage", ParamKind::Real, true, "vb"},
-        {"ibv", "A", 1e-3, 0, kInf, "current at breakdown voltage", ParamKind::Real, true},
-        {"fc", "", 0.5, 0, 0.95, "forward-bias depletion capacitance coefficient"},
+        P("is").unit("A").def(1e-14).above(0).doc("saturation current").bind<&M::is>(),
+        P("n").def(1).above(0).doc("emission coefficient").bind<&M::n>(),
+        P("rs").unit("ohm").def(0).range(0, kInf).doc("series resistance").bind<&M::rs>(),
+        P("cjo").alias("cj0").unit("F").def(0).range(0, kInf).doc("zero-bias junction capacitance").bind<&M::cjo>(),
+        P("vj").alias("pb").unit("V").def(1).above(0).doc("junction potential").bind<&M::vj>(),
+        P("m").alias("mj").def(0.5).range(0, 0.9).doc("grading coefficient").bind<&M::m>(),
+        P("tt").unit("s").def(0).range(0, kInf).doc("transit time").bind<&M::tt>(),
+        P("bv").alias("vb").unit("V").def(kInf).above(0).doc("reverse breakdown voltage").bind<&M::bv>(),
+        P("ibv").unit("A").def(1e-3).above(0).doc("current at breakdown voltage").bind<&M::ibv>(),
+        P("fc").def(0.5).range(0, 0.95).doc("forward-bias depletion capacitance coefficient").bind<&M::fc>(),
     };
   }
-  std::unique_ptr<Device> create(const FlatDevice& fd, Status&) const override {
-    return std::make_unique<Diode>(fd);
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    dm::Params p;
+    DiodeInstance inst;
+    const std::string what = fmt::format("diode '{}'", fd.name);
+    Status e = apply_params(fd.model, p, what.c_str());
+    if (e) e = apply_params(fd.params, p, what.c_str());  // area
+    if (e) e = apply_params(fd.params, inst, what.c_str());
+    if (!e) {
+      st.merge(e);
+      return nullptr;
+    }
+    p.bv_given = fd.model.has(fd.model.index_of("bv"));  // breakdown modelled only when bv is given
+    return std::make_unique<Diode>(fd, p, inst);
   }
 };
 }  // namespace

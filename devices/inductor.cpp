@@ -7,13 +7,16 @@
 namespace anasim {
 
 namespace {
-enum { kL, kIc };
+struct InductorParams {
+  double l = std::nan("");   // [H] required
+  std::optional<double> ic;  // [A] initial current (with uic)
+};
 
 class Inductor : public Device {
  public:
-  Inductor(const FlatDevice& fd)
-      : Device(fd.name, fd.loc), p_(fd.nodes[0]), n_(fd.nodes[1]), l_(fd.params[kL]), ic_(fd.params[kIc]),
-        has_ic_(fd.params.has(kIc)) {}
+  Inductor(const FlatDevice& fd, const InductorParams& p)
+      : Device(fd.name, fd.loc), p_(fd.nodes[0]), n_(fd.nodes[1]), l_(p.l), ic_(p.ic.value_or(0.0)),
+        has_ic_(p.ic.has_value()) {}
   void allocate(Allocator& a) override {
     br_ = a.add_branch(*this);
     state_ = a.add_states(1);
@@ -58,12 +61,18 @@ class InductorType : public DeviceType {
     pins = {"p", "n"};
     positional = {"l"};
     params = {
-        {"l", "H", std::nan(""), 0, kInf, "inductance", ParamKind::Real, true, "inductance"},
-        {"ic", "A", 0.0, -kInf, kInf, "initial current (with uic)"},
+        ParamDecl("l").alias("inductance").unit("H").def(std::nan("")).above(0).doc("inductance")
+            .bind<&InductorParams::l>(),
+        ParamDecl("ic").unit("A").def(0).doc("initial current (with uic)").bind<&InductorParams::ic>(),
     };
   }
-  std::unique_ptr<Device> create(const FlatDevice& fd, Status&) const override {
-    return std::make_unique<Inductor>(fd);
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    InductorParams p;
+    if (Status e = apply_params(fd.params, p, "inductor"); !e) {
+      st.merge(e);
+      return nullptr;
+    }
+    return std::make_unique<Inductor>(fd, p);
   }
 };
 }  // namespace

@@ -20,27 +20,35 @@ namespace anasim {
 
 namespace {
 
-enum { kLevel, kA0, kGbw, kSr, kVos, kIb, kRin, kRout, kIlim, kCmrr, kIq, kHdHi, kHdLo, kVpos, kVneg };
+using OpParams = opamp_model::Params;
 
 // Instance and .model parameters share one table (an instance value overrides the model's).
 const ParamTable& opamp_params() {
+  using M = OpParams;
+  using P = ParamDecl;
   static const ParamTable t = {
-      {"level", "", 2, 0, 2, "0 ideal nullor, 1 behavioural, 2 macro model"},
-      {"a0", "V/V", 1e5, 1, kInf, "open-loop DC gain (levels 1, 2)"},
-      {"gbw", "Hz", 1e6, 0, kInf, "gain-bandwidth product (level 2)", ParamKind::Real, true},
-      {"sr", "V/us", 1.0, 0, kInf, "slew rate (level 2)", ParamKind::Real, true},
-      {"vos", "V", 0.0, -kInf, kInf, "input offset voltage, added to v(inp) (levels 1, 2)"},
-      {"ib", "A", 0.0, -kInf, kInf, "bias current into each input, negative = out of the pins (level 2)"},
-      {"rin", "ohm", kInf, 0, kInf, "differential input resistance, inf = none (levels 1, 2)", ParamKind::Real, true},
-      {"rout", "ohm", 1.0, 0, kInf, "open-loop output resistance (levels 1, 2)", ParamKind::Real, true},
-      {"ilim", "A", kInf, 0, kInf, "output current limit, inf = none (level 2)", ParamKind::Real, true},
-      {"cmrr", "dB", kInf, 0, kInf, "common-mode rejection ratio, inf = none (level 2)"},
-      {"iq", "A", 0.0, 0, kInf, "quiescent current from vcc to vee (level 2; without supply pins drawn from the "
-                                "internal rails, in the power probes only)"},
-      {"headroom_hi", "V", 0.0, 0, kInf, "output swing limit below the positive rail (levels 1, 2)"},
-      {"headroom_lo", "V", 0.0, 0, kInf, "output swing limit above the negative rail (levels 1, 2)"},
-      {"vpos", "V", 15.0, -kInf, kInf, "positive rail when there are no supply pins"},
-      {"vneg", "V", -15.0, -kInf, kInf, "negative rail when there are no supply pins"},
+      P("level").def(2).range(0, 2).doc("0 ideal nullor, 1 behavioural, 2 macro model").bind<&M::level>(),
+      P("a0").unit("V/V").def(1e5).range(1, kInf).doc("open-loop DC gain (levels 1, 2)").bind<&M::a0>(),
+      P("gbw").unit("Hz").def(1e6).above(0).doc("gain-bandwidth product (level 2)").bind<&M::gbw>(),
+      P("sr").unit("V/us").def(1.0).above(0).doc("slew rate (level 2)").bind<&M::sr>(),
+      P("vos").unit("V").def(0).doc("input offset voltage, added to v(inp) (levels 1, 2)").bind<&M::vos>(),
+      P("ib").unit("A").def(0).doc("bias current into each input, negative = out of the pins (level 2)")
+          .bind<&M::ib>(),
+      P("rin").unit("ohm").def(kInf).above(0).doc("differential input resistance, inf = none (levels 1, 2)")
+          .bind<&M::rin>(),
+      P("rout").unit("ohm").def(1.0).above(0).doc("open-loop output resistance (levels 1, 2)").bind<&M::rout>(),
+      P("ilim").unit("A").def(kInf).above(0).doc("output current limit, inf = none (level 2)").bind<&M::ilim>(),
+      P("cmrr").unit("dB").def(kInf).range(0, kInf).doc("common-mode rejection ratio, inf = none (level 2)")
+          .bind<&M::cmrr>(),
+      P("iq").unit("A").def(0).range(0, kInf).doc("quiescent current from vcc to vee (level 2; without supply pins "
+                                                   "drawn from the internal rails, in the power probes only)")
+          .bind<&M::iq>(),
+      P("headroom_hi").unit("V").def(0).range(0, kInf).doc("output swing limit below the positive rail (levels 1, 2)")
+          .bind<&M::hd_hi>(),
+      P("headroom_lo").unit("V").def(0).range(0, kInf).doc("output swing limit above the negative rail (levels 1, 2)")
+          .bind<&M::hd_lo>(),
+      P("vpos").unit("V").def(15).doc("positive rail when there are no supply pins").bind<&M::vpos>(),
+      P("vneg").unit("V").def(-15).doc("negative rail when there are no supply pins").bind<&M::vneg>(),
   };
   return t;
 }
@@ -416,27 +424,18 @@ class Opamp : public Device {
   LinearisedCurrent pole_, out_gnd_, out_vcc_, out_vee_;
 };
 
-// Evaluated parameter i: the instance's value if given there, else the model's (part or table default).
-double param(const FlatDevice& fd, int i) { return fd.params.has(i) ? fd.params[i] : fd.model[i]; }
+// The instance's parameters: the model's (part or table defaults), then the instance's given values over them.
+Status op_params(const FlatDevice& fd, OpParams& p) {
+  const std::string what = fmt::format("op-amp '{}'", fd.name);
+  if (Status st = apply_params(fd.model, p, what.c_str()); !st) return st;
+  if (Status st = apply_given_params(fd.params, p, what.c_str()); !st) return st;
+  p.supplied = fd.nodes.size() == 5;
+  return {};
+}
 
 Coeffs coeffs(const FlatDevice& fd) {
-  opamp_model::Params p;
-  p.level = static_cast<int>(param(fd, kLevel));
-  p.supplied = fd.nodes.size() == 5;
-  p.a0 = param(fd, kA0);
-  p.gbw = param(fd, kGbw);
-  p.sr = param(fd, kSr);
-  p.vos = param(fd, kVos);
-  p.ib = param(fd, kIb);
-  p.rin = param(fd, kRin);
-  p.rout = param(fd, kRout);
-  p.ilim = param(fd, kIlim);
-  p.cmrr = param(fd, kCmrr);
-  p.iq = param(fd, kIq);
-  p.hd_hi = param(fd, kHdHi);
-  p.hd_lo = param(fd, kHdLo);
-  p.vpos = param(fd, kVpos);
-  p.vneg = param(fd, kVneg);
+  OpParams p;
+  op_params(fd, p);  // checked by create() first
   return opamp_model::coeffs(p);
 }
 
@@ -459,10 +458,12 @@ class OpampType : public DeviceType {
   bool builtin_model(const std::string& name, ParamValues& model) const override {
     for (const Part& p : kParts) {
       if (name != p.name) continue;
-      const std::pair<int, double> values[] = {{kA0, p.a0},     {kGbw, p.gbw},   {kSr, p.sr},     {kVos, p.vos},
-                                               {kIb, p.ib},     {kRin, p.rin},   {kRout, p.rout}, {kIlim, p.ilim},
-                                               {kCmrr, p.cmrr}, {kIq, p.iq},     {kHdHi, p.hd_hi}, {kHdLo, p.hd_lo}};
-      for (const auto& [i, v] : values) {
+      const std::pair<const char*, double> values[] = {
+          {"a0", p.a0},     {"gbw", p.gbw},   {"sr", p.sr},     {"vos", p.vos},       {"ib", p.ib},
+          {"rin", p.rin},   {"rout", p.rout}, {"ilim", p.ilim}, {"cmrr", p.cmrr},     {"iq", p.iq},
+          {"headroom_hi", p.hd_hi},           {"headroom_lo", p.hd_lo}};
+      for (const auto& [name, v] : values) {
+        const int i = model.index_of(name);
         model.value[i] = v;
         model.given[i] = 1;
       }
@@ -483,17 +484,23 @@ class OpampType : public DeviceType {
                              fd.loc));
       return nullptr;
     }
-    const double level = param(fd, kLevel);
-    if (level != 0 && level != 1 && level != 2) {
+    const int li = fd.params.index_of("level");
+    const double level = fd.params.has(li) ? fd.params[li] : fd.model[li];
+    if (level != 0 && level != 1 && level != 2) {  // before apply_params: a clearer message than "an integer"
       st.merge(Status::input(fmt::format("op-amp '{}': level must be 0, 1 or 2, got {}", fd.name, level), fd.loc));
       return nullptr;
     }
-    if (level > 0 && !(param(fd, kRout) > 0)) {
-      st.merge(Status::input(fmt::format("op-amp '{}': rout must be > 0 at level {} (use level 0 for an ideal "
-                                         "output)", fd.name, level), fd.loc));
+    OpParams p;
+    if (Status e = op_params(fd, p); !e) {
+      st.merge(e);
       return nullptr;
     }
-    return std::make_unique<Opamp>(fd, coeffs(fd));
+    if (p.level > 0 && !(p.rout > 0)) {
+      st.merge(Status::input(fmt::format("op-amp '{}': rout must be > 0 at level {} (use level 0 for an ideal "
+                                         "output)", fd.name, p.level), fd.loc));
+      return nullptr;
+    }
+    return std::make_unique<Opamp>(fd, opamp_model::coeffs(p));
   }
 
   // ngspice primitives with the same equations: the level 0 nullor as a 0 V source whose current is

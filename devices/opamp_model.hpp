@@ -3,6 +3,7 @@
 // with fixed rails and the pole node eliminated, pole_voltage_dc). The general equations are the templates in
 // opamp.cpp; the DC forms here and the kernel's stamps are checked against the MNA solve (tests/test_nn_exact.cpp).
 #pragma once
+#include <limits>
 #include <algorithm>
 #include <cmath>
 #include "engine/limiting.hpp"
@@ -19,7 +20,11 @@ constexpr double kCpole = 1e-9;    // [F] level 2: pole capacitor (sets the inte
 struct Params {
   int level = 2;
   bool supplied = false;  // vcc/vee pins connected
-  double a0, gbw, sr, vos, ib, rin, rout, ilim, cmrr, iq, hd_hi, hd_lo, vpos, vneg;
+  // The table defaults (opamp.cpp binds each table line to one of these).
+  double a0 = 1e5, gbw = 1e6, sr = 1.0, vos = 0.0, ib = 0.0;
+  double rin = std::numeric_limits<double>::infinity(), rout = 1.0;
+  double ilim = std::numeric_limits<double>::infinity(), cmrr = std::numeric_limits<double>::infinity();
+  double iq = 0.0, hd_hi = 0.0, hd_lo = 0.0, vpos = 15.0, vneg = -15.0;
 };
 
 // Derived constants of one instance.

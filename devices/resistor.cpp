@@ -5,7 +5,10 @@
 namespace anasim {
 
 namespace {
-enum { kR };
+struct ResistorParams {
+  double r = std::nan("");  // [ohm] required
+};
+
 class ResistorType : public DeviceType {
  public:
   ResistorType() {
@@ -15,11 +18,17 @@ class ResistorType : public DeviceType {
     pins = {"p", "n"};
     positional = {"r"};
     params = {
-        {"r", "ohm", std::nan(""), 0, kInf, "resistance", ParamKind::Real, true, "resistance"},
+        ParamDecl("r").alias("resistance").unit("ohm").def(std::nan("")).above(0).doc("resistance")
+            .bind<&ResistorParams::r>(),
     };
   }
-  std::unique_ptr<Device> create(const FlatDevice& fd, Status&) const override {
-    return std::make_unique<Resistor>(fd, fd.params[kR]);
+  std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {
+    ResistorParams p;
+    if (Status e = apply_params(fd.params, p, "resistor"); !e) {
+      st.merge(e);
+      return nullptr;
+    }
+    return std::make_unique<Resistor>(fd, p.r);
   }
 };
 }  // namespace

@@ -1,6 +1,8 @@
 // Independent voltage (V) and current (I) sources: DC value, AC magnitude/phase, and a PULSE/SIN/EXP/PWL
 // time function. As in ngspice, .op/.dc/.ac use `dc` when given and otherwise the time function at t = 0;
 // transient (its initial operating point included) uses the time function when there is one. All values are scaled by ctx.srcfact.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
@@ -11,36 +13,57 @@
 namespace anasim {
 
 namespace {
-enum { kDc, kAcMag, kAcPhase, kPulse, kSin, kExp, kPwl };
+struct SourceParams {
+  std::optional<double> dc;       // DC value (with a time function, .op/.dc/.ac use it only when given)
+  std::optional<double> acmag;    // AC small-signal magnitude
+  std::optional<double> acphase;  // [deg] AC small-signal phase
+  std::vector<double> pulse, sin, exp, pwl;  // time functions (empty = not given)
+};
 
 ParamTable source_params(const char* unit) {
+  using S = SourceParams;
+  using P = ParamDecl;
   return {
-      {"dc", unit, 0.0, -kInf, kInf, "DC value"},
-      {"acmag", unit, 0.0, -kInf, kInf, "AC small-signal magnitude", ParamKind::Real, false, "ac"},
-      {"acphase", "deg", 0.0, -kInf, kInf, "AC small-signal phase"},
-      {"pulse", "", 0.0, -kInf, kInf, "PULSE(v1 v2 td tr tf pw per)", ParamKind::List},
-      {"sin", "", 0.0, -kInf, kInf, "SIN(vo va freq td theta phase)", ParamKind::List},
-      {"exp", "", 0.0, -kInf, kInf, "EXP(v1 v2 td1 tau1 td2 tau2)", ParamKind::List},
-      {"pwl", "", 0.0, -kInf, kInf, "PWL(t1 v1 t2 v2 ...)", ParamKind::List},
+      P("dc").unit(unit).def(0).doc("DC value").bind<&S::dc>(),
+      P("acmag").alias("ac").unit(unit).def(0).doc("AC small-signal magnitude").bind<&S::acmag>(),
+      P("acphase").unit("deg").def(0).doc("AC small-signal phase").bind<&S::acphase>(),
+      P("pulse").kind(ParamKind::List).doc("PULSE(v1 v2 td tr tf pw per)").bind<&S::pulse>(),
+      P("sin").kind(ParamKind::List).doc("SIN(vo va freq td theta phase)").bind<&S::sin>(),
+      P("exp").kind(ParamKind::List).doc("EXP(v1 v2 td1 tau1 td2 tau2)").bind<&S::exp>(),
+      P("pwl").kind(ParamKind::List).doc("PWL(t1 v1 t2 v2 ...)").bind<&S::pwl>(),
   };
+}
+
+// The time functions of p with their names and kinds, in table order.
+struct TimeFunction {
+  const char* name;
+  Waveform::Kind kind;
+  const std::vector<double>* values;
+};
+std::array<TimeFunction, 4> time_functions(const SourceParams& p) {
+  return {{{"pulse", Waveform::Kind::Pulse, &p.pulse},
+           {"sin", Waveform::Kind::Sin, &p.sin},
+           {"exp", Waveform::Kind::Exp, &p.exp},
+           {"pwl", Waveform::Kind::Pwl, &p.pwl}}};
 }
 
 // Shared by V and I: the value of the source at a load.
 class SourceValue {
  public:
   Status init(const FlatDevice& fd) {
-    dc_ = fd.params[kDc];
-    dc_given_ = fd.params.has(kDc);
-    ac_ = std::polar(fd.params[kAcMag], fd.params[kAcPhase] * M_PI / 180.0);
-    const std::pair<int, Waveform::Kind> kinds[] = {
-        {kPulse, Waveform::Kind::Pulse}, {kSin, Waveform::Kind::Sin}, {kExp, Waveform::Kind::Exp}, {kPwl, Waveform::Kind::Pwl}};
-    for (auto [idx, kind] : kinds) {
-      if (!fd.params.has(idx)) continue;
+    SourceParams p;
+    if (Status st = apply_params(fd.params, p, "source"); !st) return st;
+    dc_ = p.dc.value_or(0.0);
+    dc_given_ = p.dc.has_value();
+    ac_ = std::polar(p.acmag.value_or(0.0), p.acphase.value_or(0.0) * M_PI / 180.0);
+    for (const TimeFunction& f : time_functions(p)) {
+      if (f.values->empty()) continue;
+      const SourceLoc& at = fd.params.loc[fd.params.index_of(f.name)];
       if (wave_.kind != Waveform::Kind::None)
-        return Status::input(fmt::format("source '{}' has more than one time function", fd.name), fd.params.loc[idx]);
-      wave_.kind = kind;
-      wave_.p = fd.params.list()[idx];
-      if (const char* msg = wave_.check()) return Status::input(msg, fd.params.loc[idx]);
+        return Status::input(fmt::format("source '{}' has more than one time function", fd.name), at);
+      wave_.kind = f.kind;
+      wave_.p = *f.values;
+      if (const char* msg = wave_.check()) return Status::input(msg, at);
     }
     return {};
   }
@@ -140,14 +163,16 @@ class SourceType : public DeviceType {
     return d;
   }
   std::string spice_line(const FlatDevice& fd, const std::vector<std::string>& pins) const override {
+    SourceParams p;
+    apply_params(fd.params, p, "source");  // no integer or choice lines: cannot fail
     std::string line = fmt::format("{} {} {}", spice_instance_name(key, fd.name), pins[0], pins[1]);
-    if (fd.params.has(kDc) || !(fd.params.has(kPulse) || fd.params.has(kSin) || fd.params.has(kExp) || fd.params.has(kPwl)))
-      line += fmt::format(" dc {:.15g}", fd.params[kDc]);
-    if (fd.params.has(kAcMag) || fd.params.has(kAcPhase))
-      line += fmt::format(" ac {:.15g} {:.15g}", fd.params[kAcMag], fd.params[kAcPhase]);
-    const std::pair<int, const char*> fns[] = {{kPulse, "pulse"}, {kSin, "sin"}, {kExp, "exp"}, {kPwl, "pwl"}};
-    for (auto [idx, nm] : fns)
-      if (fd.params.has(idx)) line += fmt_list(nm, fd.params.list()[idx]);
+    const auto fns = time_functions(p);
+    const bool timed = std::any_of(fns.begin(), fns.end(), [](const TimeFunction& f) { return !f.values->empty(); });
+    if (p.dc || !timed) line += fmt::format(" dc {:.15g}", p.dc.value_or(0.0));
+    if (p.acmag || p.acphase)
+      line += fmt::format(" ac {:.15g} {:.15g}", p.acmag.value_or(0.0), p.acphase.value_or(0.0));
+    for (const TimeFunction& f : fns)
+      if (!f.values->empty()) line += fmt_list(f.name, *f.values);
     return line;
   }
 };

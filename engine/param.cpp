@@ -243,6 +243,15 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
 
 namespace anasim {
 
+namespace {
+// Index of the parameter named `name` in table (exact table name), -1 if none.
+int find_param(const ParamTable& table, const char* name) {
+  for (size_t i = 0; i < table.size(); ++i)
+    if (std::strcmp(table[i].name, name) == 0) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
+
 std::string choice_word(const ParamSpec& spec, int k) {
   if (!spec.choices || k < 0) return {};
   const char* p = spec.choices;
@@ -264,33 +273,8 @@ int choice_index(const ParamSpec& spec, const std::string& word) {
   }
 }
 
-namespace detail {
-
-Status integer_error(const ParamValues& pv, int i, const char* what) {
-  return Status::input(fmt::format("{}: {} must be an integer, got {}", what, (*pv.table)[i].name, pv.value[i]),
-                       pv.loc[i]);
-}
-
-Status choice_error(const ParamValues& pv, int i, const char* what) {
-  const ParamSpec& s = (*pv.table)[i];
-  std::string words;
-  for (int k = 0; !choice_word(s, k).empty(); ++k) {
-    const bool last = choice_word(s, k + 1).empty();
-    words += fmt::format("{}{}", k == 0 ? "" : last ? " or " : ", ", choice_word(s, k));
-  }
-  return Status::input(fmt::format("{}: {} must be {}, got '{}'", what, s.name, words, pv.text()[i]), pv.loc[i]);
-}
-
-namespace {
-// Index of the parameter named `name` in table (exact table name), -1 if none.
-int find_param(const ParamTable& table, const char* name) {
-  for (size_t i = 0; i < table.size(); ++i)
-    if (std::strcmp(table[i].name, name) == 0) return static_cast<int>(i);
-  return -1;
-}
-}  // namespace
-
-Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what) {
+Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what,
+                    bool given_only) {
   if (!pv.table) return Status::fail(ErrorKind::Other, "apply_params: parameter values have no table");
   const ParamTable& table = *pv.table;
   ParamValues fb;  // the values with fallbacks resolved, only if a table uses fallbacks
@@ -309,6 +293,7 @@ Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type
   for (size_t i = 0; i < table.size(); ++i) {
     const ParamBinding& b = table[i].bind;
     if (!b || *b.owner != type) continue;  // a line of another struct of the same table
+    if (given_only && !src->given[i]) continue;
     if (Status st = b.set(obj, *src, static_cast<int>(i), what); !st) return st;
   }
   return {};
@@ -319,11 +304,28 @@ ParamValues read_params(const ParamTable& table, const void* obj, const std::typ
   for (size_t i = 0; i < table.size(); ++i) {
     const ParamBinding& b = table[i].bind;
     if (!b || *b.owner != type) continue;
-    b.get(obj, pv, static_cast<int>(i));
-    pv.given[i] = 1;
+    pv.given[i] = b.get(obj, pv, static_cast<int>(i)) ? 1 : 0;
   }
   return pv;
 }
+
+namespace detail {
+
+Status integer_error(const ParamValues& pv, int i, const char* what) {
+  return Status::input(fmt::format("{}: {} must be an integer, got {}", what, (*pv.table)[i].name, pv.value[i]),
+                       pv.loc[i]);
+}
+
+Status choice_error(const ParamValues& pv, int i, const char* what) {
+  const ParamSpec& s = (*pv.table)[i];
+  std::string words;
+  for (int k = 0; !choice_word(s, k).empty(); ++k) {
+    const bool last = choice_word(s, k + 1).empty();
+    words += fmt::format("{}{}", k == 0 ? "" : last ? " or " : ", ", choice_word(s, k));
+  }
+  return Status::input(fmt::format("{}: {} must be {}, got '{}'", what, s.name, words, pv.text()[i]), pv.loc[i]);
+}
+
 
 Status set_param(const ParamTable& table, void* obj, const std::type_info& type, const std::string& name,
                  const ValueExpr& value, const Scope& scope, const char* what) {
@@ -337,7 +339,7 @@ Status set_param(const ParamTable& table, void* obj, const std::type_info& type,
   pa.loc = value.loc;
   pa.values.push_back(value);
   if (Status st = assign_params(pv, {pa}, scope, what); !st) return st;
-  return apply_params(pv, obj, type, what);
+  return anasim::apply_params(pv, obj, type, what);
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -28,10 +29,13 @@ struct ParamBinding {
   const std::type_info* owner = nullptr;
   // Sets the member from value i of pv (integers checked as integers; errors located at pv.loc[i]).
   Status (*set)(void* obj, const ParamValues& pv, int i, const char* what) = nullptr;
-  // Writes the member into value i of pv (value, text or list).
-  void (*get)(const void* obj, ParamValues& pv, int i) = nullptr;
+  // Writes the member into value i of pv (value, text or list); false for an empty std::optional (not given).
+  bool (*get)(const void* obj, ParamValues& pv, int i) = nullptr;
   // The address of the member in obj (tests: no member bound twice).
   const void* (*member)(const void* obj) = nullptr;
+  // A fresh value-initialized struct (its default member initializers), for checking a table against its struct
+  // without knowing the type (tests/test_param.cpp walks every table of the catalog so).
+  std::shared_ptr<void> (*make)() = nullptr;
   explicit operator bool() const { return set != nullptr; }
 };
 
@@ -159,7 +163,9 @@ class ParamDecl {
   ParamDecl& choices(const char* c) { s_.kind = ParamKind::Text; s_.choices = c; return *this; }
   ParamDecl& fallback(const char* other) { s_.fallback = other; return *this; }
   // The member the value goes to: double, float, int, long, std::uint64_t (integers checked), bool, std::string
-  // (Text), std::vector<double> (List) or an enum (Text with choices()).
+  // (Text), std::vector<double> (List), an enum (Text with choices()), std::optional<double> (empty when the
+  // parameter is not given: an initial condition, an override) or std::shared_ptr<CompiledExpr> (Expr; null when
+  // not given).
   template <auto Member>
   ParamDecl& bind();
   operator ParamSpec() const { return s_; }  // NOLINT: a table line converts implicitly
@@ -184,10 +190,17 @@ template <class T>
 Status set_param(const ParamTable& table, T& obj, const std::string& name, const ValueExpr& value,
                  const Scope& scope, const char* what);
 
+// Sets only the members whose lines are given in pv (instance values over a model's, e.g. the op-amp's).
+template <class T>
+Status apply_given_params(const ParamValues& pv, T& obj, const char* what);
+
+// The same on a struct known only by its type (a binding's owner; obj from its make()).
+Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what,
+                    bool given_only = false);
+ParamValues read_params(const ParamTable& table, const void* obj, const std::type_info& type);
+
 namespace detail {
 
-Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what);
-ParamValues read_params(const ParamTable& table, const void* obj, const std::type_info& type);
 Status set_param(const ParamTable& table, void* obj, const std::type_info& type, const std::string& name,
                  const ValueExpr& value, const Scope& scope, const char* what);
 Status integer_error(const ParamValues& pv, int i, const char* what);
@@ -201,6 +214,11 @@ struct MemberTraits<V C::*> {
   using Value = V;
 };
 
+template <class V>
+struct IsOptional : std::false_type {};
+template <class U>
+struct IsOptional<std::optional<U>> : std::true_type {};
+
 template <auto Member>
 struct Binder {
   using T = typename MemberTraits<decltype(Member)>::Class;
@@ -208,7 +226,13 @@ struct Binder {
 
   static Status set(void* obj, const ParamValues& pv, int i, const char* what) {
     V& m = static_cast<T*>(obj)->*Member;
-    if constexpr (std::is_same_v<V, std::string>) {
+    if constexpr (IsOptional<V>::value) {
+      static_assert(std::is_floating_point_v<typename V::value_type>, "bind: std::optional of a real only");
+      if (pv.given[i]) m = pv.value[i];
+      else m.reset();
+    } else if constexpr (std::is_same_v<V, std::shared_ptr<CompiledExpr>>) {
+      m = pv.expr()[i];
+    } else if constexpr (std::is_same_v<V, std::string>) {
       m = pv.text()[i];
     } else if constexpr (std::is_same_v<V, std::vector<double>>) {
       m = pv.list()[i];
@@ -228,9 +252,15 @@ struct Binder {
     }
     return {};
   }
-  static void get(const void* obj, ParamValues& pv, int i) {
+  static bool get(const void* obj, ParamValues& pv, int i) {
     const V& m = static_cast<const T*>(obj)->*Member;
-    if constexpr (std::is_same_v<V, std::string>) {
+    if constexpr (IsOptional<V>::value) {
+      if (!m) return false;
+      pv.value[i] = *m;
+    } else if constexpr (std::is_same_v<V, std::shared_ptr<CompiledExpr>>) {
+      if (!m) return false;
+      pv.expr()[i] = m;
+    } else if constexpr (std::is_same_v<V, std::string>) {
       pv.text()[i] = m;
     } else if constexpr (std::is_same_v<V, std::vector<double>>) {
       pv.list()[i] = m;
@@ -239,8 +269,10 @@ struct Binder {
     } else {
       pv.value[i] = static_cast<double>(m);
     }
+    return true;
   }
   static const void* member(const void* obj) { return &(static_cast<const T*>(obj)->*Member); }
+  static std::shared_ptr<void> make() { return std::make_shared<T>(); }
 };
 
 }  // namespace detail
@@ -252,17 +284,23 @@ ParamDecl& ParamDecl::bind() {
   s_.bind.set = &B::set;
   s_.bind.get = &B::get;
   s_.bind.member = &B::member;
+  s_.bind.make = &B::make;
   return *this;
 }
 
 template <class T>
 Status apply_params(const ParamValues& pv, T& obj, const char* what) {
-  return detail::apply_params(pv, &obj, typeid(T), what);
+  return apply_params(pv, static_cast<void*>(&obj), typeid(T), what);
+}
+
+template <class T>
+Status apply_given_params(const ParamValues& pv, T& obj, const char* what) {
+  return apply_params(pv, static_cast<void*>(&obj), typeid(T), what, true);
 }
 
 template <class T>
 ParamValues read_params(const ParamTable& table, const T& obj) {
-  return detail::read_params(table, &obj, typeid(T));
+  return read_params(table, static_cast<const void*>(&obj), typeid(T));
 }
 
 template <class T>

@@ -2,15 +2,15 @@
 // bound to its own member, defaults equal on both sides, names unique, set and read back), the generic
 // apply/read-back with its integer, choice and fallback rules.
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <cstring>
 #include <set>
 #include <string>
 #include <vector>
 #include "engine/param.hpp"
-#include "devices/adc.hpp"
-#include "devices/crossbar.hpp"
-#include "devices/dac.hpp"
+#include "devices/registry.hpp"
 #include "nn/hardware.hpp"
 #include "tests/test_support.hpp"
 
@@ -30,63 +30,85 @@ double other_value(const ParamSpec& s) {
   return s.def;
 }
 
-// The lines of a table bound to struct T against T (defaults: T's default member initializers), and lines bound
-// to nothing: what is wrong, one line each (empty: the table and the struct agree).
-template <class T>
+std::shared_ptr<CompiledExpr> compiled(const char* text) {
+  auto e = std::make_shared<CompiledExpr>();
+  REQUIRE(compile_expr(text, SourceLoc(), Scope(), ExprNameMap(), *e).ok());
+  return e;
+}
+
+// Equal values of a line (NaN defaults of required parameters are equal).
+bool same_value(const ParamValues& a, const ParamValues& b, size_t i) {
+  switch ((*a.table)[i].kind) {
+    case ParamKind::Text: return a.text()[i] == b.text()[i];
+    case ParamKind::Expr: return a.expr()[i] == b.expr()[i];
+    case ParamKind::List: return a.list()[i] == b.list()[i];
+    default: return a.value[i] == b.value[i] || (std::isnan(a.value[i]) && std::isnan(b.value[i]));
+  }
+}
+
+// A table against the structs its lines are bound to (each struct known through its bindings, defaults from its
+// default member initializers): what is wrong, one line each (empty: the table and the structs agree).
 std::vector<std::string> table_problems(const ParamTable& table) {
   std::vector<std::string> bad;
   auto fail = [&](const ParamSpec& s, const std::string& why) { bad.push_back(std::string(s.name) + ": " + why); };
-  const T defaults{};
   // Names (and aliases) unique.
   std::set<std::string> names;
   for (const ParamSpec& s : table) {
     if (!names.insert(s.name).second) fail(s, "name used twice");
     if (s.alias && !names.insert(s.alias).second) fail(s, "alias used twice");
   }
-  // Every line is bound to a member of T, or is the fallback of a bound line (rwire for rwire_row/rwire_col).
-  std::set<const void*> members;
+  // Every line is bound to a member, or is the fallback of a bound line (rwire for rwire_row/rwire_col).
+  std::vector<const std::type_info*> owners;
   for (const ParamSpec& s : table) {
     if (!s.bind) {
       bool feeds = false;
       for (const ParamSpec& o : table) feeds = feeds || (o.fallback && std::strcmp(o.fallback, s.name) == 0);
       if (!feeds) fail(s, "binds no struct member");
-      continue;
+    } else if (std::none_of(owners.begin(), owners.end(), [&](const std::type_info* t) { return *t == *s.bind.owner; })) {
+      owners.push_back(s.bind.owner);
     }
-    if (*s.bind.owner != typeid(T)) continue;  // a line of another struct of the same table
-    if (!members.insert(s.bind.member(&defaults)).second) fail(s, "its member is bound twice");
   }
-  // The table defaults are the struct's.
-  const ParamValues def = default_params(table);
-  const ParamValues read = read_params(table, defaults);
-  for (size_t i = 0; i < table.size(); ++i) {
-    const ParamSpec& s = table[i];
-    if (!s.bind || *s.bind.owner != typeid(T)) continue;
-    const bool same = s.kind == ParamKind::Text   ? read.text()[i] == def.text()[i]
-                      : s.kind == ParamKind::List ? read.list()[i] == def.list()[i]
-                                                  : read.value[i] == s.def;
-    if (!same) fail(s, "the table's default differs from the struct's");
-  }
-  // Set each member alone through the table and read it back: it changes, nothing else does.
-  for (size_t i = 0; i < table.size(); ++i) {
-    const ParamSpec& s = table[i];
-    if (!s.bind || *s.bind.owner != typeid(T)) continue;
-    ParamValues pv = read_params(table, defaults);
-    if (s.kind == ParamKind::Text) pv.text()[i] = s.choices ? choice_word(s, s.def == 0 ? 1 : 0) : "x";
-    else if (s.kind == ParamKind::List) pv.list()[i] = {1, 2};
-    else pv.value[i] = other_value(s);
-    T obj{};
-    if (Status st = apply_params(pv, obj, "test"); !st) {
-      fail(s, "apply: " + st.to_string());
-      continue;
+  for (const std::type_info* owner : owners) {
+    auto mine = [&](const ParamSpec& s) { return s.bind && *s.bind.owner == *owner; };
+    std::shared_ptr<void> defaults;
+    for (const ParamSpec& s : table)
+      if (mine(s) && !defaults) defaults = s.bind.make();
+    // No member bound twice.
+    std::set<const void*> members;
+    for (const ParamSpec& s : table)
+      if (mine(s) && !members.insert(s.bind.member(defaults.get())).second) fail(s, "its member is bound twice");
+    // The table defaults are the struct's.
+    const ParamValues def = default_params(table);
+    const ParamValues read = read_params(table, static_cast<const void*>(defaults.get()), *owner);
+    for (size_t i = 0; i < table.size(); ++i) {
+      const ParamSpec& s = table[i];
+      if (!mine(s)) continue;
+      const bool same = s.kind == ParamKind::Real || s.kind == ParamKind::Flag
+                            ? read.value[i] == s.def || (std::isnan(read.value[i]) && std::isnan(s.def))
+                            : same_value(read, def, i);
+      if (!same) fail(s, "the table's default differs from the struct's");
     }
-    const ParamValues back = read_params(table, obj);
-    for (size_t j = 0; j < table.size(); ++j) {
-      if (!table[j].bind || *table[j].bind.owner != typeid(T)) continue;
-      const ParamValues& want = j == i ? pv : read;
-      const bool same = table[j].kind == ParamKind::Text   ? back.text()[j] == want.text()[j]
-                        : table[j].kind == ParamKind::List ? back.list()[j] == want.list()[j]
-                                                           : back.value[j] == want.value[j];
-      if (!same) fail(s, j == i ? "not read back as set" : std::string("setting it changes ") + table[j].name);
+    // Set each member alone through the table and read it back: it changes, nothing else does.
+    for (size_t i = 0; i < table.size(); ++i) {
+      const ParamSpec& s = table[i];
+      if (!mine(s)) continue;
+      ParamValues pv = read;
+      if (s.kind == ParamKind::Text) pv.text()[i] = s.choices ? choice_word(s, s.def == 0 ? 1 : 0) : "x";
+      else if (s.kind == ParamKind::List) pv.list()[i] = {1, 2};
+      else if (s.kind == ParamKind::Expr) pv.expr()[i] = compiled("1 + v(a)");
+      else pv.value[i] = other_value(s);
+      pv.given[i] = 1;
+      std::shared_ptr<void> obj = s.bind.make();
+      if (Status st = apply_params(pv, obj.get(), *owner, "test"); !st) {
+        fail(s, "apply: " + st.to_string());
+        continue;
+      }
+      const ParamValues back = read_params(table, static_cast<const void*>(obj.get()), *owner);
+      for (size_t j = 0; j < table.size(); ++j) {
+        if (!mine(table[j])) continue;
+        if (!same_value(back, j == i ? pv : read, j))
+          fail(s, j == i ? "not read back as set" : std::string("setting it changes ") + table[j].name);
+      }
     }
   }
   return bad;
@@ -130,26 +152,31 @@ ValueExpr text(const char* t) {
 
 }  // namespace
 
-TEST_CASE("param tables: every table matches the struct it is bound to") {
-  CHECK(table_problems<Demo>(demo_params()) == std::vector<std::string>{});
-  CHECK(table_problems<nn::HardwareConfig>(nn::hardware_params()) == std::vector<std::string>{});
-  CHECK(table_problems<CrossbarSpec>(crossbar_params()) == std::vector<std::string>{});
-  CHECK(table_problems<CrossbarSource>(crossbar_params()) == std::vector<std::string>{});
-  CHECK(table_problems<DacSpec>(dac_params()) == std::vector<std::string>{});
-  CHECK(table_problems<DacInput>(dac_params()) == std::vector<std::string>{});
-  CHECK(table_problems<AdcSpec>(adc_params()) == std::vector<std::string>{});
+TEST_CASE("param tables: every table matches the structs it is bound to") {
+  auto problems = [](const ParamTable& t) {
+    std::string all;
+    for (const std::string& p : table_problems(t)) all += p + "; ";
+    return all;
+  };
+  CHECK(problems(demo_params()) == "");
+  CHECK(problems(nn::hardware_params()) == "");
+  for (const DeviceType* t : builtin_catalog().all()) {
+    CAPTURE(t->key);
+    CHECK(problems(t->params) == "");
+    CHECK(problems(t->model_params) == "");
+  }
 }
 
 TEST_CASE("param tables: the check fails on a line without a member, a one-sided default, a member bound twice") {
   ParamTable t = demo_params();
   t.push_back(ParamDecl("orphan").def(1).doc("no member"));
-  CHECK(table_problems<Demo>(t) == std::vector<std::string>{"orphan: binds no struct member"});
+  CHECK(table_problems(t) == std::vector<std::string>{"orphan: binds no struct member"});
   t = demo_params();
   t[0].def = 2e3;  // the table says 2k, the struct 1k
-  CHECK(table_problems<Demo>(t) == std::vector<std::string>{"r: the table's default differs from the struct's"});
+  CHECK(table_problems(t) == std::vector<std::string>{"r: the table's default differs from the struct's"});
   t = demo_params();
   t.push_back(ParamDecl("r2").def(1e3).above(0).doc("r again").bind<&Demo::r>());
-  const std::vector<std::string> twice = table_problems<Demo>(t);
+  const std::vector<std::string> twice = table_problems(t);
   REQUIRE(!twice.empty());
   CHECK(twice[0] == "r2: its member is bound twice");
 }
