@@ -52,6 +52,18 @@ int class_of(const HardwareInstance& hw, const std::vector<double>& y) {
   return best;
 }
 
+// Classes from the outputs yv (per neuron, over time points t) sampled at the times ts.
+std::vector<int> classes_at(const HardwareInstance& hw, const std::vector<double>& t,
+                            const std::vector<const std::vector<double>*>& yv, const std::vector<double>& ts) {
+  std::vector<int> out;
+  std::vector<double> y(yv.size());
+  for (double ts_k : ts) {
+    for (size_t j = 0; j < yv.size(); ++j) y[j] = interp(t, *yv[j], ts_k);
+    out.push_back(class_of(hw, y));
+  }
+  return out;
+}
+
 // One engine run of length tstop; fills out except when the outputs have not settled by tstop / 2 (settled =
 // false then).
 Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample,
@@ -117,10 +129,11 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   std::vector<double> y(yv.size());
   for (size_t j = 0; j < yv.size(); ++j) y[j] = yv[j]->back();
   out.cls = class_of(hw, y);
-  out.cls_at.clear();
-  for (double ts_k : sample_times) {
-    for (size_t j = 0; j < yv.size(); ++j) y[j] = interp(t, *yv[j], ts_k);
-    out.cls_at.push_back(class_of(hw, y));
+  out.cls_at = classes_at(hw, t, yv, sample_times);
+  if (opt.keep_waveforms) {
+    out.t = t;
+    out.y.clear();
+    for (const auto* v : yv) out.y.push_back(*v);
   }
   return {};
 }
@@ -191,11 +204,17 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     if (Status st = fe.evaluate_one(test.images.row(k).data(), static_cast<std::uint64_t>(k), fv, &codes); !st)
       return Status::numerical(fmt::format("sample {}: {}", k, st.errors[0].message));
     ImageTransient it;
-    if (Status st = image_transient(hw, codes, prev, static_cast<std::uint64_t>(k), opt, rep.sample_times_s, it); !st)
+    TransientOptions o = opt;
+    o.keep_waveforms = k == 0;
+    if (Status st = image_transient(hw, codes, prev, static_cast<std::uint64_t>(k), o, rep.sample_times_s, it); !st)
       return st;
-    if (k == 0) {  // the table's times: 20 over the first run, classes of image 0 taken again at them
+    if (k == 0) {  // the table's times: 20 over the first run, image 0's classes there from its waveforms
       for (int i = 1; i <= 20; ++i) rep.sample_times_s.push_back(it.tstop_s * i / 20.0);
-      if (Status st = image_transient(hw, codes, prev, 0, opt, rep.sample_times_s, it); !st) return st;
+      std::vector<const std::vector<double>*> yv;
+      for (const auto& v : it.y) yv.push_back(&v);
+      it.cls_at = classes_at(hw, it.t, yv, rep.sample_times_s);
+      it.t.clear();
+      it.y.clear();
       right_at.assign(rep.sample_times_s.size(), 0);
     }
     prev = codes;

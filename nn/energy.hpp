@@ -31,6 +31,8 @@ struct ImageTransient {
   int cls = -1;                   // argmax of the last layer's ADC codes at tstop_s (first maximum)
   std::vector<int> cls_at;        // per sampling time given: the class from the outputs at that time
   long timepoints = 0;            // accepted time points of the run
+  std::vector<double> t;          // [s] with TransientOptions::keep_waveforms: the time points
+  std::vector<std::vector<double>> y;  // [V] and the last layer's outputs there (per neuron, per time point)
   double seconds = 0;             // [s] wall time of the engine run(s)
 };
 
@@ -38,6 +40,7 @@ struct TransientOptions {
   bool from_previous = false;     // step from the previous input's settled state (else from reset: input code 0)
   double tstop = 0;               // [s] run length; 0 = automatic (doubled until the settling time < tstop / 2)
   int points = 500;               // tstop / largest time step
+  bool keep_waveforms = false;    // fill ImageTransient::t and y
 };
 
 // Runs the engine's transient of the full mapped netlist of one input (codes: the sample's DAC codes; from: the
@@ -73,7 +76,8 @@ struct EnergyReport {
 
 // Maps and realizes the network (trial 0, as nn eval), gets each image's DAC codes from the fast DC path
 // (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs image_transient on each.
-// The sampling-time table uses 20 times evenly spaced over (0, tstop] of the first image's run.
+// The sampling-time table uses 20 times evenly spaced over (0, tstop] of the first image's run (its classes
+// there taken from its kept waveforms).
 Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
                   const TransientOptions& opt, EnergyReport& rep);
 

@@ -1,16 +1,20 @@
 // Tests for nn/energy.cpp and the transient option of nn/netlist_builder.cpp: the engine's transient of the
 // full mapped circuit of a small network (64-16-10, level-2 op-amps) settles to the DC operating point, its
-// energy breakdown adds up to what the sources deliver, and a step from the same codes costs no settling.
+// energy breakdown adds up to what the sources deliver, and a step from the same codes costs no settling; slow
+// cases: the final outputs equal the DC operating point, the exported deck in ngspice gives the same energy.
 #include <doctest/doctest.h>
 #include <cmath>
 #include <vector>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
+#include "engine/export_spice.hpp"
+#include "engine/rawfile.hpp"
 #include "engine/simulate.hpp"
 #include "nn/energy.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
 #include "nn/netlist_builder.hpp"
+#include "ngspice_helpers.hpp"
 #include "nn_test_support.hpp"
 
 using namespace anasim;
@@ -109,4 +113,55 @@ TEST_CASE("nn slow: network transient's final outputs equal the DC operating poi
     REQUIRE(b);
     CHECK(std::fabs(a->re.back() - b->re[0]) < 1e-4 * swing);
   }
+}
+
+// The exported transient deck (rails and DACs as sources) in ngspice: the energy the sources deliver over the
+// run and the last layer's output waveforms agree with the engine's (e(total), v(y1_*)).
+TEST_CASE("nn slow: network transient deck in ngspice gives the same energy and outputs" * doctest::skip()) {
+  if (!test::ngspice_available()) {
+    MESSAGE("ngspice not found: skipped");
+    return;
+  }
+  SmallTransient s;
+  const LayerCodes c = s.codes(3);
+  FlatNetlist fn;
+  NetlistNames names;
+  TranSpec ts;
+  ts.tstop = kTstop;
+  ts.tmax = ts.tstop / 500;
+  REQUIRE(build_netlist(s.hw, c, 3, fn, names, &ts).ok());
+  const auto dir = test::scratch_dir("nn_energy_spice");
+  const auto deck = dir / "tran.cir";
+  REQUIRE(export_spice(fn, deck.string()).ok());
+  for (const auto& y : names.tia_out.back()) fn.outputs.push_back("v(" + y + ")");
+  RunResults rr;
+  REQUIRE(simulate(fn, builtin_catalog(), rr).ok());
+  const AnalysisResult& a = rr.analyses[0];
+  const Signal* etot = a.find("e(total)");
+  REQUIRE(etot);
+  const std::vector<RawPlot> plots = test::run_ngspice(deck);
+  REQUIRE(!plots.empty());
+  const RawPlot& p = plots[0];
+  // Delivered power in ngspice: minus the sum over the sources of v(+) * i(source).
+  std::vector<double> power(p.points(), 0.0);
+  int sources = 0;
+  for (const FlatDevice& d : fn.devices) {
+    if (d.type->key != "v") continue;
+    const int ki = p.find("i(" + spice_instance_name("v", d.name) + ")");
+    INFO("source " << d.name);
+    REQUIRE(ki >= 0);
+    const std::string node = fn.node_names[d.nodes[0].v];
+    const int kv = p.find("v(" + node + ")");
+    REQUIRE(kv >= 0);
+    for (int q = 0; q < p.points(); ++q) power[q] -= p.re[kv][q] * p.re[ki][q];
+    ++sources;
+  }
+  double e_spice = 0;
+  for (int q = 1; q < p.points(); ++q) e_spice += 0.5 * (power[q] + power[q - 1]) * (p.re[0][q] - p.re[0][q - 1]);
+  MESSAGE(sources << " sources; energy anasim " << etot->re.back() << " J, ngspice " << e_spice << " J");
+  CHECK(etot->re.back() == doctest::Approx(e_spice).epsilon(1e-3));
+  const test::Comparison cmp = test::compare_tran(a, p);
+  MESSAGE("outputs: worst " << cmp.worst << " of range at " << cmp.worst_name);
+  CHECK(cmp.compared == static_cast<int>(names.tia_out.back().size()));
+  CHECK(cmp.worst < 1e-3);
 }
