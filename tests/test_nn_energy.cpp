@@ -4,6 +4,8 @@
 // cases: the final outputs equal the DC operating point, the exported deck in ngspice gives the same energy.
 #include <doctest/doctest.h>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
@@ -13,6 +15,7 @@
 #include "nn/energy.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
+#include "nn/model_io.hpp"
 #include "nn/netlist_builder.hpp"
 #include "ngspice_helpers.hpp"
 #include "nn_test_support.hpp"
@@ -164,4 +167,41 @@ TEST_CASE("nn slow: network transient deck in ngspice gives the same energy and 
   MESSAGE("outputs: worst " << cmp.worst << " of range at " << cmp.worst_name);
   CHECK(cmp.compared == static_cast<int>(names.tia_out.back().size()));
   CHECK(cmp.worst < 1e-3);
+}
+
+TEST_CASE("nn energy: the command prints the issue's fields and writes the per-sample CSV") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("anasim_nn_energy_cli_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Mlp net = net_64_16_10();
+  write_tiny_mnist(dir, net);
+  ModelInfo info;
+  REQUIRE(save_model((dir / "m.h5").string(), net, info).ok());
+  {
+    std::ofstream f(dir / "hw.yaml");
+    f << "hardware:\n  tile_rows: 48\n  tile_cols: 8\n  calib_samples: 100\n";
+  }
+  int rc = 0;
+  const std::string d = dir.string();
+  const std::string out = run(fmt::format("nn energy --model {0}/m.h5 --config {0}/hw.yaml --data {0} --samples 1 "
+                                          "--tstop 25e-6 --json --per-sample {0}/ps.csv",
+                                          d),
+                              rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  for (const char* key : {"\"samples\": 1", "\"accuracy\"", "\"latency_mean_s\"", "\"latency_p99_s\"",
+                          "\"energy_mean_j\"", "\"energy_p99_j\"", "\"energy_breakdown_j\": {\"crossbar\"", "\"macs\": 1184",
+                          "\"tops\"", "\"tops_per_w\"", "\"accuracy_vs_sample_time\"", "\"shortest_sample_time_s\"",
+                          "\"seconds\""})
+    CHECK(out.find(key) != std::string::npos);
+  std::ifstream f(dir / "ps.csv");
+  std::string header, row;
+  std::getline(f, header);
+  std::getline(f, row);
+  CHECK(header == "sample,label,class,latency_s,energy_j");
+  CHECK(row.rfind("0,", 0) == 0);
+  CHECK(run(fmt::format("nn energy --model {0}/m.h5 --config {0}/hw.yaml --data {0} --tstop -1", d), rc).find(
+            "--tstop must be >= 0") != std::string::npos);
+  CHECK(rc == 2);
+  fs::remove_all(dir);
 }
