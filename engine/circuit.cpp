@@ -3,7 +3,6 @@
 #include "engine/circuit.hpp"
 #include <algorithm>
 #include <numeric>
-#include <thread>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -139,27 +138,14 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   devices_.clear();
   unknowns_.clear();
   branch_owner_.clear();
-  // Large netlists use a second thread twice: to name the node unknowns while the devices are created, and to
-  // run the topology checks while the pattern is compiled (both only read what the other side writes).
-  const bool two_threads = fn.devices.size() >= kParallelDevices && std::thread::hardware_concurrency() >= 2;
-  struct Joined {  // joins on every return path (declared after what its thread uses)
-    std::thread t;
-    ~Joined() { join(); }
-    void join() { if (t.joinable()) t.join(); }
-  };
-  Joined namer;
-  auto name_nodes = [this, &fn] {
-    node_names_ = fn.node_names;
-    node_unknown_.assign(node_names_.size(), UnknownIndex());
-    unknowns_.reserve(node_names_.size());
-    for (size_t i = 1; i < node_names_.size(); ++i) {
-      node_unknown_[i] = UnknownIndex(static_cast<int>(i) - 1);
-      unknowns_.push_back({"v(" + node_names_[i] + ")", true, true});
-    }
-    branch_owner_.resize(unknowns_.size());
-  };
-  if (two_threads) namer.t = std::thread(name_nodes);
-  else name_nodes();
+  node_names_ = fn.node_names;
+  node_unknown_.assign(node_names_.size(), UnknownIndex());
+  unknowns_.reserve(node_names_.size());
+  for (size_t i = 1; i < node_names_.size(); ++i) {
+    node_unknown_[i] = UnknownIndex(static_cast<int>(i) - 1);
+    unknowns_.push_back({"v(" + node_names_[i] + ")", true, true});
+  }
+  branch_owner_.resize(unknowns_.size());
   n_states_ = 0;
   nonlinear_ = false;
 
@@ -173,7 +159,6 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     nonlinear_ = nonlinear_ || dev->nonlinear();
     devices_.push_back(std::move(dev));
   }
-  namer.join();
 
   CircuitBuilder b(*this);
   state_devices_.clear();
@@ -226,9 +211,6 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     }
     return {};
   };
-  Status topo;
-  Joined checker;
-  if (two_threads) checker.t = std::thread([&] { topo = check_topology(); });
   b.reserve(5 * devices_.size());  // most devices are two-terminal conductances (4 entries); sources have more
   for (auto& d : devices_) d->declare(b);
   for (size_t k = 0; k < fn.devices.size(); ++k) {
@@ -239,9 +221,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
                            fd.control_loc.valid() ? fd.control_loc : fd.loc);
   }
   b.compile();
-  if (!two_threads) topo = check_topology();
-  checker.join();
-  if (!topo) return topo;
+  if (Status topo = check_topology(); !topo) return topo;
   return st;
 }
 

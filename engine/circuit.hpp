@@ -18,9 +18,7 @@ class Circuit {
  public:
   // Instantiates devices, allocates unknowns, compiles the pattern, runs topology checks
   // (voltage loops, floating nodes). Errors name devices and nodes, located in the source.
-  // From kParallelDevices devices a second thread names the node unknowns and runs the topology checks.
   Status build(const FlatNetlist& fn, const DeviceCatalog& catalog);
-  static constexpr size_t kParallelDevices = 20000;
 
   int n() const { return static_cast<int>(unknowns_.size()); }   // number of unknowns
   int nnz() const { return static_cast<int>(Ai_.size()); }

@@ -5,7 +5,6 @@
 #include <map>
 #include <random>
 #include <string_view>
-#include <thread>
 #include <fmt/format.h>
 #include "engine/name_index.hpp"
 
@@ -90,9 +89,7 @@ class Elaborator {
     names_.reserve(pn_.devices.size());
     node_ids_.reserve(pn_.devices.size());
     std::map<std::string, std::string> ports;  // top level: identity
-    if (Status st = flat_top_level() ? flatten_flat(pn_.devices, top_, ms) : flatten(pn_.devices, "", ports, top_, ms, 0);
-        !st)
-      return st;
+    if (Status st = flatten(pn_.devices, "", ports, top_, ms, 0); !st) return st;
     // A netlist whose analyses are all extensions (e.g. nn_eval) needs no circuit.
     bool only_extensions = !pn_.analyses.empty();
     for (const auto& a : pn_.analyses) only_extensions = only_extensions && a.kind == AnalysisSpec::Kind::Extension;
@@ -196,102 +193,6 @@ class Elaborator {
     auto [id, inserted] = node_ids_.try_emplace(name, next, NodeNameOf{out_.node_names});
     if (inserted) out_.node_names.emplace_back(name);
     return NodeId(static_cast<int>(id));
-  }
-
-  // Netlists with at least this many top-level devices and no subcircuit instances are elaborated on two threads.
-  static constexpr size_t kParallelDevices = 20000;
-
-  bool flat_top_level() const {
-    if (pn_.devices.size() < kParallelDevices || std::thread::hardware_concurrency() < 2) return false;
-    const DeviceType* last = nullptr;  // consecutive devices mostly share a type
-    for (const auto& inst : pn_.devices) {
-      if (inst.type == "x") return false;  // subcircuits: flatten()
-      if (last && inst.type == last->key) continue;
-      last = cat_.find(inst.type);
-      if (!last) continue;  // reported by flatten_flat
-      for (const auto& spec : last->params)
-        if (spec.kind == ParamKind::Expr) return false;  // behavioural expressions: flatten() compiles them
-    }
-    return true;
-  }
-
-  // The top-level devices of a netlist without subcircuit instances, with the result of flatten(): node
-  // numbers are assigned in device order on this thread while a second indexes the device names, then the
-  // devices are filled (parameters, models) in two halves on two threads. The error reported is that of the
-  // first device in order that has one.
-  Status flatten_flat(const std::vector<DeviceInstance>& devs, const Scope& scope, const ModelScope& models) {
-    const size_t n = devs.size();
-    std::vector<const DeviceType*> types(n);
-    std::vector<size_t> first_node(n + 1, 0);  // nodes of device k: ids[first_node[k] .. first_node[k+1])
-    std::vector<NodeId> ids;
-    ids.reserve(2 * n);
-    // Meanwhile a second thread constructs the FlatDevices (first touching their 10^7 bytes) and indexes the
-    // device names; `dup` is the first device whose name is taken.
-    size_t dup = n;
-    std::thread construct([&] {
-      out_.devices.resize(n);
-      for (size_t k = 0; k < n; ++k)
-        if (!names_.try_emplace(devs[k].name, k, names_of(devs)).second) {
-          dup = k;
-          break;
-        }
-    });
-    size_t stop = n;  // first device with an error found here (unknown type, pin count, duplicate name)
-    Status stop_st;
-    bool fill_stop = false;  // the device at `stop` has its nodes and is filled too (its parameter errors come first)
-    for (size_t k = 0; k < n; ++k) {
-      const DeviceInstance& inst = devs[k];
-      const DeviceType* type = cat_.find(inst.type);
-      if (!type) {
-        stop = k;
-        stop_st = Status::input(fmt::format("unknown device type '{}'", inst.type), inst.loc);
-        break;
-      }
-      if (!type->variadic_pins && inst.nodes.size() != type->pins.size()) {
-        stop = k;
-        stop_st = Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
-                                            type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()),
-                                inst.loc);
-        break;
-      }
-      types[k] = type;
-      for (const auto& nm : inst.nodes) ids.push_back(is_ground_name(nm) ? NodeId(0) : node(nm));
-      first_node[k + 1] = ids.size();
-    }
-    construct.join();
-    if (dup < stop) {  // this device's nodes are numbered: it is filled, and its parameter errors come first
-      stop = dup;
-      stop_st = Status::input(fmt::format("duplicate device name '{}'", devs[dup].name), devs[dup].loc);
-      fill_stop = true;
-    }
-    const size_t count = stop + (fill_stop ? 1 : 0);
-    out_.devices.resize(count);
-    // Fills devices [from, to); returns the index of the first that fails (or `to`) and its status.
-    auto fill = [&](size_t from, size_t to, Status& st) {
-      for (size_t k = from; k < to; ++k) {
-        const DeviceInstance& inst = devs[k];
-        FlatDevice& fd = out_.devices[k];
-        fd.name = inst.name;
-        fd.type = types[k];
-        fd.loc = inst.loc;
-        fd.nodes.assign(ids.begin() + first_node[k], ids.begin() + first_node[k + 1]);
-        if (Status s = device_params(inst, *types[k], "", scope, models, fd); !s) {
-          st = std::move(s);
-          return k;
-        }
-      }
-      return to;
-    };
-    const size_t half = count / 2;
-    Status st1, st2;
-    size_t bad2 = count;
-    std::thread worker([&] { bad2 = fill(half, count, st2); });
-    const size_t bad1 = fill(0, half, st1);
-    worker.join();
-    if (bad1 < half) return st1;
-    if (bad2 < count) return st2;
-    if (stop < n) return stop_st;
-    return {};
   }
 
   Status flatten(const std::vector<DeviceInstance>& devs, const std::string& prefix,

@@ -152,7 +152,7 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
 // Defaults: unit "", def 0, range [-inf, inf], Real.
 class ParamDecl {
  public:
-  explicit ParamDecl(const char* name) : s_{name, "", 0.0, -kInf, kInf, ""} {}
+  explicit ParamDecl(const char* name) : s_{name, "", 0.0, -kInf, kInf, "", ParamKind::Real, false, nullptr, nullptr, nullptr, {}} {}
   ParamDecl& unit(const char* u) { s_.unit = u; return *this; }
   ParamDecl& def(double v) { s_.def = v; return *this; }
   ParamDecl& range(double lo, double hi) { s_.min = lo; s_.max = hi; s_.min_exclusive = false; return *this; }

@@ -21,8 +21,6 @@ Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNe
                      const AnalysisCatalog* analyses = nullptr);
 
 // Same as above on in-memory text; `pseudo_name` is used in locations and to resolve relative includes.
-// A SPICE deck of 20,000 lines or more is read as two halves on two threads when the machine has two; the
-// result (netlist, messages and their order) is the same as from one pass.
 Status parse_spice_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                           ParsedNetlist& out);
 Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
@@ -42,9 +40,6 @@ bool read_text_file(const std::string& path, std::string& text, std::string& why
 // Resolves an include path relative to the directory of the including file (absolute paths unchanged).
 std::string resolve_include(const std::string& including_file, const std::string& name);
 
-// parse_spice_string, always in one pass (for tests comparing it with the two-half read of large decks).
-Status parse_spice_string_one_pass(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
-                                  ParsedNetlist& out);
 // Appends an included file to `out` (SPICE: no title line; YAML: its sections are merged). `depth` is the
 // nesting depth of the included file; `at` locates the include directive for open/recursion errors.
 Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,

@@ -6,7 +6,6 @@
 // is lower-cased once and a logical line is a view into it (copied only when '+' lines are joined), tokens are
 // views into the line, positions come from one segment per physical line, duplicate-name checks hash names to
 // indices, and objects are built in place in the parsed netlist. Error messages are formatted only on errors.
-// A deck of 20,000 lines or more is read as two halves on two threads (SpiceParser::parse_split).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -14,7 +13,6 @@
 #include <deque>
 #include <fmt/format.h>
 #include <string_view>
-#include <thread>
 #include <type_traits>
 #include <unordered_set>
 #include "engine/name_index.hpp"
@@ -204,8 +202,7 @@ class SpiceParser {
   SpiceParser(const DeviceCatalog& cat, ParsedNetlist& out) : cat_(cat), out_(out) { index_top_level(); }
 
   // Parses the lines of one file. `has_title`: the first line is the deck title (top-level file only).
-  // `split`: a large top-level deck may be read as two halves on two threads (see parse_split).
-  void parse_text(const std::string& path, std::string text, bool has_title, int depth, bool split = false) {
+  void parse_text(const std::string& path, std::string text, bool has_title, int depth) {
     files_.emplace_back();
     SrcFile& f = files_.back();
     load(f, path, std::move(text));
@@ -214,7 +211,6 @@ class SpiceParser {
       if (f.n_lines() > 0) out_.title = trim(f.line(0));
       first = 1;
     }
-    if (split && depth == 0 && out_.devices.empty() && parse_split(f, first)) return;
     if (depth == 0 && out_.devices.empty()) reserve_devices(f.n_lines());  // a flat deck: mostly devices
     parse_lines(f, first, f.n_lines(), depth);
   }
@@ -230,103 +226,9 @@ class SpiceParser {
   Status status() const { return st_; }
 
  private:
-  // Decks with at least this many lines are read as two halves in parallel (when two threads are available).
-  static constexpr size_t kSplitLines = 20000;
-
   void reserve_devices(size_t n) {
     out_.devices.reserve(n);
     top_devices_.reserve(n);
-  }
-
-  // Reads lines [first, n) of f, a top-level deck, as two halves: the second half on a second thread into a
-  // ParsedNetlist of its own, appended to out_ afterwards. The split is at a line that starts a statement at
-  // the top level (not inside .subckt or .control), with no .end, .include or .lib before it, so each half
-  // reads exactly as it would in one pass. The result is kept only if neither half reports an error or a
-  // warning and no name is defined in both halves; otherwise the deck is read again in one pass (so messages
-  // and their order are those of the sequential reader). Returns false if the deck is not split.
-  bool parse_split(const SrcFile& f, size_t first) {
-    const size_t n = f.n_lines();
-    if (n < kSplitLines || std::thread::hardware_concurrency() < 2) return false;
-    const size_t mid = first + (n - first) / 2;
-    size_t split = n;
-    int sub_depth = 0;
-    bool control = false;
-    for (size_t i = first; i < n && split == n; ++i) {
-      std::string_view s(f.lower.data() + f.span(i).first, f.span(i).second);
-      size_t b = 0;
-      while (b < s.size() && is_space(s[b])) ++b;
-      if (b == s.size()) continue;
-      const char c = s[b];
-      if (i >= mid && sub_depth == 0 && !control && (c == '.' || (c >= 'a' && c <= 'z'))) {
-        split = i;
-        break;
-      }
-      if (c != '.') continue;
-      size_t e = b;
-      while (e < s.size() && !is_space(s[e])) ++e;
-      std::string_view word = s.substr(b, e - b);
-      if (control) {
-        control = word != ".endc";
-        continue;
-      }
-      std::string_view card = word.substr(0, word.find_first_of("=(),"));
-      if (card == ".end" || card == ".include" || card == ".inc" || card == ".lib") return false;
-      if (card == ".control") control = true;
-      if (card == ".subckt") ++sub_depth;
-      if (card == ".ends" && sub_depth > 0) --sub_depth;
-    }
-    if (split == n) return false;
-
-    ParsedNetlist tail;
-    tail.file = out_.file;
-    SpiceParser second(cat_, tail);
-    second.reserve_devices(n - split);
-    std::thread worker([&] {
-      second.parse_lines(f, split, n, 0);
-      second.finish();
-    });
-    out_.devices.reserve(n - first);  // the second half is appended
-    top_devices_.reserve(split - first);
-    parse_lines(f, first, split, 0);
-    finish();
-    worker.join();
-
-    bool ok = st_.errors.empty() && st_.warnings.empty() && second.st_.errors.empty() && second.st_.warnings.empty();
-    for (size_t k = 0; ok && k < tail.devices.size(); ++k)
-      ok = top_devices_.find(tail.devices[k].name, names_of(out_.devices)) == NameIndex::npos;
-    for (size_t k = 0; ok && k < tail.models.size(); ++k)
-      ok = models_.find(tail.models[k].name, names_of(out_.models)) == NameIndex::npos;
-    for (size_t k = 0; ok && k < tail.subckts.size(); ++k)
-      ok = subckts_.find(tail.subckts[k].name, names_of(out_.subckts)) == NameIndex::npos;
-    if (!ok) {  // read again in one pass
-      const std::string title = out_.title;
-      out_ = ParsedNetlist{};
-      out_.file = tail.file;
-      out_.title = title;
-      st_ = Status{};
-      cur_sub_ = scratch_sub_ = -1;
-      in_control_ = false;
-      for (NameIndex* ix : {&top_devices_, &sub_devices_, &models_, &sub_models_, &subckts_}) ix->clear();
-      reserve_devices(n - first);
-      parse_lines(f, first, n, 0);
-      return true;
-    }
-    auto append = [](auto& to, auto& from) {
-      to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-    };
-    append(out_.devices, tail.devices);
-    append(out_.models, tail.models);
-    append(out_.subckts, tail.subckts);
-    append(out_.params, tail.params);
-    append(out_.analyses, tail.analyses);
-    append(out_.options, tail.options);
-    append(out_.ics, tail.ics);
-    append(out_.outputs, tail.outputs);
-    append(out_.sections, tail.sections);
-    if (!tail.title.empty()) out_.title = std::move(tail.title);  // a .title card in the second half
-    // The name indexes now cover only the first half; nothing reads them once the top-level deck is read.
-    for (NameIndex* ix : {&top_devices_, &sub_devices_, &models_, &sub_models_, &subckts_}) ix->clear();
-    return true;
   }
 
   // Reads lines [first, last) of f at include depth `depth`.
@@ -1317,12 +1219,11 @@ class SpiceParser {
   }
 };
 
-Status run_spice(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out,
-                 bool split) {
+Status run_spice(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out) {
   out = ParsedNetlist{};
   out.file = name;
   SpiceParser p(cat, out);
-  p.parse_text(name, text, true, 0, split);
+  p.parse_text(name, text, true, 0);
   p.finish();
   return p.status();
 }
@@ -1331,7 +1232,7 @@ Status run_spice(const std::string& text, const std::string& name, const DeviceC
 
 Status parse_spice_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                           ParsedNetlist& out) {
-  return run_spice(text, pseudo_name, cat, out, true);
+  return run_spice(text, pseudo_name, cat, out);
 }
 
 Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out) {
@@ -1340,15 +1241,10 @@ Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetl
     out = ParsedNetlist{};
     return Status::input(fmt::format("cannot open netlist '{}': {}", path, why));
   }
-  return run_spice(text, path, cat, out, true);
+  return run_spice(text, path, cat, out);
 }
 
 namespace detail {
-
-Status parse_spice_string_one_pass(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
-                                  ParsedNetlist& out) {
-  return run_spice(text, pseudo_name, cat, out, false);
-}
 
 Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,
                      const SourceLoc& at) {

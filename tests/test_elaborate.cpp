@@ -1,5 +1,5 @@
-// Tests for engine/elaborate.cpp: large flat netlists (elaborated on two threads) give the same flat netlist
-// and the same first error as the one-thread path taken by netlists with subcircuit instances.
+// Tests for engine/elaborate.cpp and Circuit::build on large netlists: a flat netlist gives the same devices and
+// the same first error as the same netlist with a subcircuit instance appended; topology errors as in small ones.
 #include <doctest/doctest.h>
 #include <string>
 #include "devices/registry.hpp"
@@ -32,8 +32,7 @@ Status elab(const std::string& text, FlatNetlist& fn) {
 
 }  // namespace
 
-TEST_CASE("elaborate: a large flat netlist matches the one-thread path") {
-  // The subcircuit instance at the end sends the second netlist down the one-thread path.
+TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subcircuit instance") {
   const std::string sub = ".subckt one a\nr1 a 0 1k\n.ends\nxlast n0 one\n";
   FlatNetlist two, one;
   REQUIRE(elab(ladder(15000), two).ok());
@@ -94,9 +93,8 @@ TEST_CASE("elaborate: a large flat netlist matches the one-thread path") {
   CHECK(duplicate(true).find("unknown device type 'q'") == 0);
 }
 
-TEST_CASE("circuit build: a large netlist (second thread) reports the topology errors of a small one") {
-  // ladder(12000) has 24,001 devices: Circuit::build names the nodes and checks the topology on a second thread.
-  REQUIRE(2 * 12000 + 1 >= static_cast<int>(Circuit::kParallelDevices));
+TEST_CASE("circuit build: a large netlist reports the topology errors of a small one") {
+  // ladder(12000) has 24,001 devices.
   const char* extras[] = {
       "rf fa fb 1k\n",             // floating nodes
       "vx n0 0 dc 2\n",            // a loop of voltage sources (with v1)

@@ -185,7 +185,7 @@ TEST_CASE("output: csv files per analysis") {
   }
 }
 
-TEST_CASE("output: csv tables large enough to be formatted on two threads read back exactly") {
+TEST_CASE("output: large csv tables (a 40,001-column op, long transient and AC tables) read back exactly") {
   // Split by columns (an operating point of 40,001 signals: one row), by rows (a transient of 70,001 rows in
   // blocks of ~21,800, so blocks of odd length and a last short one), and an AC table of 30,001 rows.
   RunResults r;
