@@ -8,6 +8,7 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <omp.h>
 #include <system_error>
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -103,17 +104,38 @@ void format_piece(const std::vector<Column>& cols, long r0, long r1, size_t c0, 
 }
 
 // Writes one analysis table to FILE; false on any I/O error. The text is formatted in blocks of about 2^16
-// numbers, each written as soon as it is formatted.
+// numbers; a block of a large table is split in two (by rows, or by columns for a block of one row: the
+// operating point of a large circuit) and formatted on two threads, then written in order.
 bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   const std::vector<Column> cols = table_columns(a);
   const size_t nc = cols.size();
+  const bool two = nc * static_cast<size_t>(rows + 1) >= (1u << 14) && omp_get_max_threads() >= 2 && !omp_in_parallel();
   const long block = std::max<long>(1, static_cast<long>((1u << 16) / std::max<size_t>(nc, 1)));
-  fmt::memory_buffer buf;
+  fmt::memory_buffer piece[2];
   for (long r0 = -1; r0 < rows;) {  // r0 = -1: the header row, in a block of its own
     const long r1 = r0 < 0 ? 0 : std::min(rows, r0 + block);
-    buf.clear();
-    format_piece(cols, r0, r1, 0, nc, buf);
-    if (std::fwrite(buf.data(), 1, buf.size(), f) != buf.size()) return false;
+    // piece 0: rows [r0, rm) x columns [0, cm); piece 1: the rest of the block, rows [rm, r1) (by rows) or
+    // columns [cm, nc) of its one row (by columns; then the pieces join with a ',').
+    const bool by_rows = r1 - r0 >= 2;
+    const long rm = by_rows ? r0 + (r1 - r0) / 2 : r1;
+    const size_t cm = by_rows || nc < 2 ? nc : nc / 2;
+    const bool split = by_rows || cm < nc;
+    auto part = [&](int k) {
+      piece[k].clear();
+      if (k == 0) format_piece(cols, r0, rm, 0, cm, piece[0]);
+      else if (by_rows) format_piece(cols, rm, r1, 0, nc, piece[1]);
+      else if (split) format_piece(cols, r0, r1, cm, nc, piece[1]);
+    };
+    if (two && split) {
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+      for (int k = 0; k < 2; ++k) part(k);
+    } else {
+      part(0);
+      part(1);
+    }
+    if (std::fwrite(piece[0].data(), 1, piece[0].size(), f) != piece[0].size()) return false;
+    if (!by_rows && split && std::fputc(',', f) == EOF) return false;
+    if (std::fwrite(piece[1].data(), 1, piece[1].size(), f) != piece[1].size()) return false;
     r0 = r1;
   }
   return std::fflush(f) == 0 && !std::ferror(f);

@@ -16,26 +16,49 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Arguments shared by both analyses, first in both tables.
-enum { kModel, kKeras, kConfig, kMode, kDataset, kSamples, kNumCommon };
-// nn_eval, after the common ones.
-enum { kReference = kNumCommon };
-// nn_mc, after the common ones.
-enum { kTrials = kNumCommon, kSeed, kSweep };
-// nn_energy, after the common ones.
-enum { kFromPrevious = kNumCommon, kTstop };
+// The arguments of the nn analyses: one struct for the three kinds, each table binding the lines it has (the
+// common ones first). Integer members are checked as integers by apply_params.
+struct NnArgs {
+  std::string model;           // model file (anasim-mlp-1 HDF5), relative to the netlist
+  bool keras = false;          // the model is a Keras HDF5 file
+  std::string config;          // hardware config file; "" = the netlist's hardware: section
+  std::string mode;            // "analog" or "hybrid" override; "" = the hardware's
+  std::string dataset;         // "mnist" (default, "") or "fashion-mnist"
+  long samples = 0;            // first N test images, 0 = all
+  long reference = 0;          // nn_eval: images compared with the full MNA solve
+  long trials = 10;            // nn_mc: trials per sweep point
+  std::uint64_t seed = 1;      // nn_mc: seed of the mismatch draws
+  std::string sweep;           // nn_mc: PARAM=v1,v2,...
+  bool from_previous = false;  // nn_energy: step from the previous image's settled state
+  double tstop = 0;            // [s] nn_energy: transient length, 0 = automatic
+};
 
 ParamTable common_params() {
   return {
-      {"model", "", 0, 0, 0, "model file (anasim-mlp-1 HDF5 from `anasim nn train`), relative to this file",
-       ParamKind::Text},
-      {"keras", "", 0, 0, 1, "the model is a Keras HDF5 file of dense layers", ParamKind::Flag},
-      {"config", "", 0, 0, 0, "hardware config (YAML with a hardware: section); default: this netlist's hardware:",
-       ParamKind::Text},
-      {"mode", "", 0, 0, 0, "analog or hybrid (overrides the hardware's mode)", ParamKind::Text},
-      {"dataset", "", 0, 0, 0, "mnist (default) or fashion-mnist", ParamKind::Text},
-      {"samples", "", 0, 0, 1e9, "test images, the first N of the test split (0 = all)"},
+      ParamDecl("model").kind(ParamKind::Text)
+          .doc("model file (anasim-mlp-1 HDF5 from `anasim nn train`), relative to this file").bind<&NnArgs::model>(),
+      ParamDecl("keras").kind(ParamKind::Flag).range(0, 1).doc("the model is a Keras HDF5 file of dense layers")
+          .bind<&NnArgs::keras>(),
+      ParamDecl("config").kind(ParamKind::Text)
+          .doc("hardware config (YAML with a hardware: section); default: this netlist's hardware:")
+          .bind<&NnArgs::config>(),
+      ParamDecl("mode").kind(ParamKind::Text).doc("analog or hybrid (overrides the hardware's mode)")
+          .bind<&NnArgs::mode>(),
+      ParamDecl("dataset").kind(ParamKind::Text).doc("mnist (default) or fashion-mnist").bind<&NnArgs::dataset>(),
+      ParamDecl("samples").range(0, 1e9).doc("test images, the first N of the test split (0 = all)")
+          .bind<&NnArgs::samples>(),
   };
+}
+
+// The arguments of a request, read through its table.
+Status read_args(const AnalysisRequest& req, NnArgs& args) {
+  return apply_params(*req.args, args, "nn analysis");
+}
+
+// Where argument `name` was written (the analysis's location if it was not).
+SourceLoc arg_loc(const AnalysisRequest& req, const char* name) {
+  const int i = req.args->index_of(name);
+  return i >= 0 && req.args->loc[i].valid() ? req.args->loc[i] : req.loc;
 }
 
 // An error without a location gets `at`.
@@ -45,15 +68,14 @@ Status located(Status st, const SourceLoc& at) {
   return st;
 }
 
-// Argument i's file name, resolved against the directory of the file it is written in.
-std::string resolve(const ParamValues& a, int i, const AnalysisRequest& req) {
-  const fs::path p(a.text()[i]);
+// A file name written in argument `name`, resolved against the directory of the file it is written in.
+std::string resolve(const std::string& file, const char* name, const AnalysisRequest& req) {
+  const fs::path p(file);
   if (p.is_absolute()) return p.string();
-  const std::string& base = a.loc[i].file().empty() ? req.netlist->file : a.loc[i].file();
+  const SourceLoc at = arg_loc(req, name);
+  const std::string& base = at.file().empty() ? req.netlist->file : at.file();
   return (fs::path(base).parent_path() / p).lexically_normal().string();
 }
-
-bool is_integer(double x) { return std::floor(x) == x; }
 
 class NnAnalysis : public AnalysisType {
  public:
@@ -68,22 +90,23 @@ class NnAnalysis : public AnalysisType {
   };
 
   Status inputs(const AnalysisRequest& req, Inputs& in) const {
-    const ParamValues& a = *req.args;
-    if (!a.has(kModel) || a.text()[kModel].empty())
+    NnArgs a;
+    if (Status st = read_args(req, a); !st) return st;
+    if (a.model.empty())
       return Status::input(fmt::format("{} analysis needs 'model: FILE' (a model from `anasim nn train`)", name),
                            req.loc);
-    in.model = resolve(a, kModel, req);
+    in.model = resolve(a.model, "model", req);
     std::error_code ec;
     if (!fs::is_regular_file(in.model, ec))
-      return Status::input(fmt::format("cannot open the model file '{}'", in.model), a.loc[kModel]);
+      return Status::input(fmt::format("cannot open the model file '{}'", in.model), arg_loc(req, "model"));
     // Hardware keys are evaluated in the netlist's top-level scope, as the arguments are.
     Scope scope;
     for (const auto& [pname, pvalue] : req.netlist->params) scope.set(pname, pvalue);
-    if (a.has(kConfig)) {
-      const std::string path = resolve(a, kConfig, req);
+    if (!a.config.empty()) {
+      const std::string path = resolve(a.config, "config", req);
       if (!fs::is_regular_file(path, ec))
-        return Status::input(fmt::format("cannot open the hardware config '{}'", path), a.loc[kConfig]);
-      if (Status st = load_hardware_config(path, in.cfg, &scope); !st) return located(st, a.loc[kConfig]);
+        return Status::input(fmt::format("cannot open the hardware config '{}'", path), arg_loc(req, "config"));
+      if (Status st = load_hardware_config(path, in.cfg, &scope); !st) return located(st, arg_loc(req, "config"));
       in.hardware = path;
     } else {
       const ParsedSection* section = req.netlist->section("hardware");
@@ -95,16 +118,10 @@ class NnAnalysis : public AnalysisType {
       if (Status st = hardware_from_section(*section, scope, in.cfg); !st) return located(st, section->loc);
       in.hardware = fmt::format("{}: hardware", section->loc.file());
     }
-    if (a.has(kMode))
-      if (Status st = set_hardware_param(in.cfg, "mode", a.text()[kMode], scope); !st)
-        return located(st, a.loc[kMode]);
-    if (a.has(kDataset))
-      if (Status st = parse_dataset_kind(a.text()[kDataset], in.kind); !st) return located(st, a.loc[kDataset]);
-    for (int i : integer_args())
-      if (!is_integer(a[i]))
-        return Status::input(fmt::format("'{}' of the {} analysis must be an integer, got {}", params[i].name, name,
-                                         a[i]),
-                             a.loc[i]);
+    if (!a.mode.empty())
+      if (Status st = set_hardware_param(in.cfg, "mode", a.mode, scope); !st) return located(st, arg_loc(req, "mode"));
+    if (!a.dataset.empty())
+      if (Status st = parse_dataset_kind(a.dataset, in.kind); !st) return located(st, arg_loc(req, "dataset"));
     return {};
   }
 
@@ -122,12 +139,13 @@ class NnAnalysis : public AnalysisType {
   Status setup(const AnalysisRequest& req, Inputs& in, EvalSetup& s) const {
     if (Status st = inputs(req, in); !st) return st;
     s.cfg = in.cfg;
-    Status st = load_eval_setup(in.model, (*req.args)[kKeras] != 0, in.kind, data_dir_, s);
+    NnArgs a;
+    if (Status st = read_args(req, a); !st) return st;
+    Status st = load_eval_setup(in.model, a.keras, in.kind, data_dir_, s);
     return located(st, req.loc);
   }
 
  protected:
-  virtual std::vector<int> integer_args() const { return {kSamples}; }
   virtual Status check_more(const AnalysisRequest&, const Inputs&) const { return {}; }
   std::string data_dir_;
 };
@@ -142,7 +160,8 @@ class EvalAnalysis : public NnAnalysis {
     name = "nn_eval";
     description = "accuracy of an MLP through the mapped crossbar circuit (as `anasim nn eval --config`)";
     params = common_params();
-    params.push_back({"reference", "", 0, 0, 1e9, "compare the first N images with the full MNA solve"});
+    params.push_back(ParamDecl("reference").range(0, 1e9).doc("compare the first N images with the full MNA solve")
+                         .bind<&NnArgs::reference>());
   }
 
   Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
@@ -150,10 +169,11 @@ class EvalAnalysis : public NnAnalysis {
     EvalSetup s;
     Status ld = setup(req, in, s);
     if (!ld) return ld;
-    const ParamValues& a = *req.args;
+    NnArgs a;
+    if (Status st = read_args(req, a); !st) return st;
     EvalReport r;
-    if (Status st = run_eval(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a[kSamples]),
-                             static_cast<int>(a[kReference]), r, true);
+    if (Status st = run_eval(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a.samples),
+                             static_cast<int>(a.reference), r, true);
         !st)
       return located(st, req.loc);
     out.sweep_name = "sample";
@@ -188,9 +208,6 @@ class EvalAnalysis : public NnAnalysis {
     out.stats.timepoints = r.samples;
     return {};
   }
-
- protected:
-  std::vector<int> integer_args() const override { return {kSamples, kReference}; }
 };
 
 class McAnalysis : public NnAnalysis {
@@ -199,10 +216,11 @@ class McAnalysis : public NnAnalysis {
     name = "nn_mc";
     description = "Monte Carlo accuracy of the mapped circuit over mismatch draws (as `anasim nn mc`)";
     params = common_params();
-    params.push_back({"trials", "", 10, 1, 1e6, "trials per sweep point"});
-    params.push_back({"seed", "", 1, 0, 9007199254740992.0, "seed of the mismatch draws"});
-    params.push_back({"sweep", "", 0, 0, 0, "PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep",
-                      ParamKind::Text});
+    params.push_back(ParamDecl("trials").def(10).range(1, 1e6).doc("trials per sweep point").bind<&NnArgs::trials>());
+    params.push_back(ParamDecl("seed").def(1).range(0, 9007199254740992.0).doc("seed of the mismatch draws")
+                         .bind<&NnArgs::seed>());
+    params.push_back(ParamDecl("sweep").kind(ParamKind::Text)
+                         .doc("PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep").bind<&NnArgs::sweep>());
   }
 
   Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
@@ -211,7 +229,7 @@ class McAnalysis : public NnAnalysis {
     Status ld = setup(req, in, s);
     if (!ld) return ld;
     McOptions o;
-    if (Status st = options(*req.args, s.cfg, o); !st) return st;
+    if (Status st = options(req, s.cfg, o); !st) return st;
     McReport r;
     if (Status st = run_mc(s.net, s.cfg, s.calib(), s.test, o, r); !st) return located(st, req.loc);
     out.sweep_name = "trial";
@@ -239,20 +257,20 @@ class McAnalysis : public NnAnalysis {
   }
 
  protected:
-  std::vector<int> integer_args() const override { return {kSamples, kTrials, kSeed}; }
-
-  Status options(const ParamValues& a, const HardwareConfig& cfg, McOptions& o) const {
-    o.trials = static_cast<int>(a[kTrials]);
-    o.seed = static_cast<std::uint64_t>(a[kSeed]);
-    o.samples = static_cast<int>(a[kSamples]);
-    if (a.has(kSweep))
-      if (Status st = parse_mc_sweep(a.text()[kSweep], cfg, o); !st) return located(st, a.loc[kSweep]);
+  Status options(const AnalysisRequest& req, const HardwareConfig& cfg, McOptions& o) const {
+    NnArgs a;
+    if (Status st = read_args(req, a); !st) return st;
+    o.trials = static_cast<int>(a.trials);
+    o.seed = a.seed;
+    o.samples = static_cast<int>(a.samples);
+    if (!a.sweep.empty())
+      if (Status st = parse_mc_sweep(a.sweep, cfg, o); !st) return located(st, arg_loc(req, "sweep"));
     return {};
   }
 
   Status check_more(const AnalysisRequest& req, const Inputs& in) const override {
     McOptions o;
-    return options(*req.args, in.cfg, o);
+    return options(req, in.cfg, o);
   }
 };
 
@@ -263,9 +281,11 @@ class EnergyAnalysis : public NnAnalysis {
     name = "nn_energy";
     description = "latency and energy per inference from the transient of the mapped circuit (as `anasim nn energy`)";
     params = common_params();
-    params.push_back({"from_previous", "", 0, 0, 1, "step from the previous image's settled state (else from reset)",
-                      ParamKind::Flag});
-    params.push_back({"tstop", "s", 0, 0, 1e3, "transient length (0 = automatic)"});
+    params.push_back(ParamDecl("from_previous").kind(ParamKind::Flag).range(0, 1)
+                         .doc("step from the previous image's settled state (else from reset)")
+                         .bind<&NnArgs::from_previous>());
+    params.push_back(ParamDecl("tstop").unit("s").range(0, 1e3).doc("transient length (0 = automatic)")
+                         .bind<&NnArgs::tstop>());
   }
 
   Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
@@ -273,12 +293,13 @@ class EnergyAnalysis : public NnAnalysis {
     EvalSetup s;
     Status ld = setup(req, in, s);
     if (!ld) return ld;
-    const ParamValues& a = *req.args;
+    NnArgs a;
+    if (Status st = read_args(req, a); !st) return st;
     TransientOptions o;
-    o.from_previous = a[kFromPrevious] != 0;
-    o.tstop = a[kTstop];
+    o.from_previous = a.from_previous;
+    o.tstop = a.tstop;
     EnergyReport r;
-    if (Status st = run_energy(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a[kSamples]), o, r); !st)
+    if (Status st = run_energy(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a.samples), o, r); !st)
       return located(st, req.loc);
     out.sweep_name = "sample";
     out.sweep_unit = "";
