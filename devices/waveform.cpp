@@ -19,6 +19,7 @@ const char* Waveform::check() const {
     case Kind::Exp: return p.size() < 2 || p.size() > 6 ? "EXP needs 2 to 6 values: v1 v2 [td1 tau1 td2 tau2]" : nullptr;
     case Kind::Pwl:
       if (p.size() < 2 || p.size() % 2) return "PWL needs pairs of values: t1 v1 [t2 v2 ...]";
+      if (p[0] < 0) return "PWL times must not be negative (the transient starts at t = 0)";
       for (size_t k = 2; k < p.size(); k += 2)
         if (p[k] < p[k - 2]) return "PWL times must not decrease";
       return nullptr;

@@ -257,6 +257,15 @@ TEST_CASE("reliability: transient point-count guard") {
   }
 }
 
+TEST_CASE("reliability: negative PWL times are refused, located at the source") {
+  RunResults r;
+  Status st = test::run_deck_status("t\nv1 in 0 pwl(-1u 0 1u 1)\nr1 in 0 1k\n.tran 10n 2u\n.end\n", r);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.to_string(), "PWL times must not be negative"));
+  CHECK(st.errors[0].loc.line == 2);
+  CHECK(test::run_deck_status("t\nv1 in 0 pwl(0 0 1u 1)\nr1 in 0 1k\n.tran 10n 2u\n.end\n", r).ok());
+}
+
 TEST_CASE("reliability: device files are not netlists") {
   ParsedNetlist pn;
   Status st = parse_netlist("/dev/zero", builtin_catalog(), pn);
