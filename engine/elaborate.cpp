@@ -165,6 +165,11 @@ class Elaborator {
       else if (a.name == "gmin") st = positive(o.gmin);
       else if (a.name == "itl1") st = iterations(o.itl1);
       else if (a.name == "itl4") st = iterations(o.itl4);
+      else if (a.name == "maxdevices") {
+        int n = 0;
+        st = iterations(n);
+        o.maxdevices = n;
+      }
       else if (a.name == "maxord") {
         if (v != 1 && v != 2) st = Status::input(fmt::format("option maxord must be 1 or 2, got {}", v), a.loc);
         else o.maxord = static_cast<int>(v);
@@ -177,7 +182,7 @@ class Elaborator {
         continue;  // accepted for SPICE compatibility, no effect
       else
         return Status::input(fmt::format("unknown option '{}'; expected reltol, abstol, vntol, chgtol, trtol, gmin, "
-                                         "itl1, itl4, method, maxord or power", a.name), a.loc);
+                                         "itl1, itl4, method, maxord, power or maxdevices", a.name), a.loc);
       if (!st) return st;
     }
     if (o.maxord < 1 || o.maxord > 2)
@@ -252,6 +257,13 @@ class Elaborator {
       if (!type->variadic_pins && inst.nodes.size() != type->pins.size())
         return Status::input(fmt::format("{} '{}' needs {} nodes ({}), got {}", type->long_name, inst.name,
                                          type->pins.size(), fmt::join(type->pins, ", "), inst.nodes.size()), inst.loc);
+      // A fan-out of nested instances (2^40 devices from 40 levels of two) stops here instead of exhausting
+      // memory (~700 bytes per flat device with its names: 7 GB at the default limit).
+      if (static_cast<long>(out_.devices.size()) >= out_.options.maxdevices)
+        return Status::input(fmt::format("the netlist expands to more than {} devices (at '{}'); raise "
+                                         "`.options maxdevices` if the machine can hold them",
+                                         out_.options.maxdevices, full),
+                             inst.loc);
       // Built in place at the end of out_.devices (a netlist of 10^5 devices moves no FlatDevice); removed
       // again if it is rejected.
       FlatDevice& fd = out_.devices.emplace_back();

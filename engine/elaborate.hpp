@@ -38,6 +38,7 @@ struct Options {
   int maxord = 2;
   bool klu = true;          // accepted for ngspice compatibility (anasim always uses KLU)
   bool power = false;       // power probes p(...) (and e(...) in tran) in every op, dc and tran (.options power)
+  long maxdevices = 10'000'000;  // devices after subcircuit expansion (a fan-out stops here with a message)
 };
 
 struct DcSweep {

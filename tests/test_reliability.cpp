@@ -266,6 +266,26 @@ TEST_CASE("reliability: negative PWL times are refused, located at the source") 
   CHECK(test::run_deck_status("t\nv1 in 0 pwl(0 0 1u 1)\nr1 in 0 1k\n.tran 10n 2u\n.end\n", r).ok());
 }
 
+TEST_CASE("reliability: a subcircuit fan-out stops at the device limit") {
+  // 2^30 resistors from 30 levels of two instances each: refused at the limit (here 5,000 through the option;
+  // the default is 10 million), in bounded time and memory; 2^12 fit under it.
+  auto fan = [](int levels) {
+    std::string deck = "fan-out\n.options maxdevices=5000\n.subckt s0 a\nr1 a 0 1k\n.ends\n";
+    for (int k = 1; k <= levels; ++k)
+      deck += fmt::format(".subckt s{} a\nxa a s{}\nxb a s{}\n.ends\n", k, k - 1, k - 1);
+    deck += fmt::format("v1 in 0 1\nx1 in s{}\n.op\n.end\n", levels);
+    ParsedNetlist pn;
+    REQUIRE(parse_spice_string(deck, "fan.cir", builtin_catalog(), pn).ok());
+    FlatNetlist fn;
+    return elaborate(pn, builtin_catalog(), fn);
+  };
+  Status st = fan(30);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.to_string(), "expands to more than 5000 devices"));
+  CHECK(fan(12).ok());
+  CHECK(FlatNetlist{}.options.maxdevices == 10000000);
+}
+
 TEST_CASE("reliability: device files are not netlists") {
   ParsedNetlist pn;
   Status st = parse_netlist("/dev/zero", builtin_catalog(), pn);
