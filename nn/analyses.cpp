@@ -50,11 +50,6 @@ ParamTable common_params() {
   };
 }
 
-// The arguments of a request, read through its table.
-Status read_args(const AnalysisRequest& req, NnArgs& args) {
-  return apply_params(*req.args, args, "nn analysis");
-}
-
 // Where argument `name` was written (the analysis's location if it was not).
 SourceLoc arg_loc(const AnalysisRequest& req, const char* name) {
   const int i = req.args->index_of(name);
@@ -81,8 +76,10 @@ class NnAnalysis : public AnalysisType {
  public:
   explicit NnAnalysis(std::string data_dir) : data_dir_(std::move(data_dir)) {}
 
-  // Everything a run needs except the data: model path, hardware (with `mode`), data set kind.
+  // Everything a run needs except the data: the arguments (read once), model path, hardware (with `mode`), data
+  // set kind.
   struct Inputs {
+    NnArgs args;
     std::string model;
     std::string hardware;    // where the hardware came from, for the summary
     HardwareConfig cfg;
@@ -90,8 +87,8 @@ class NnAnalysis : public AnalysisType {
   };
 
   Status inputs(const AnalysisRequest& req, Inputs& in) const {
-    NnArgs a;
-    if (Status st = read_args(req, a); !st) return st;
+    if (Status st = apply_params(*req.args, in.args, "nn analysis"); !st) return st;
+    const NnArgs& a = in.args;
     if (a.model.empty())
       return Status::input(fmt::format("{} analysis needs 'model: FILE' (a model from `anasim nn train`)", name),
                            req.loc);
@@ -139,9 +136,7 @@ class NnAnalysis : public AnalysisType {
   Status setup(const AnalysisRequest& req, Inputs& in, EvalSetup& s) const {
     if (Status st = inputs(req, in); !st) return st;
     s.cfg = in.cfg;
-    NnArgs a;
-    if (Status st = read_args(req, a); !st) return st;
-    Status st = load_eval_setup(in.model, a.keras, in.kind, data_dir_, s);
+    Status st = load_eval_setup(in.model, in.args.keras, in.kind, data_dir_, s);
     return located(st, req.loc);
   }
 
@@ -169,8 +164,7 @@ class EvalAnalysis : public NnAnalysis {
     EvalSetup s;
     Status ld = setup(req, in, s);
     if (!ld) return ld;
-    NnArgs a;
-    if (Status st = read_args(req, a); !st) return st;
+    const NnArgs& a = in.args;
     EvalReport r;
     if (Status st = run_eval(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a.samples),
                              static_cast<int>(a.reference), r, true);
@@ -229,7 +223,7 @@ class McAnalysis : public NnAnalysis {
     Status ld = setup(req, in, s);
     if (!ld) return ld;
     McOptions o;
-    if (Status st = options(req, s.cfg, o); !st) return st;
+    if (Status st = options(req, in.args, s.cfg, o); !st) return st;
     McReport r;
     if (Status st = run_mc(s.net, s.cfg, s.calib(), s.test, o, r); !st) return located(st, req.loc);
     out.sweep_name = "trial";
@@ -257,9 +251,7 @@ class McAnalysis : public NnAnalysis {
   }
 
  protected:
-  Status options(const AnalysisRequest& req, const HardwareConfig& cfg, McOptions& o) const {
-    NnArgs a;
-    if (Status st = read_args(req, a); !st) return st;
+  Status options(const AnalysisRequest& req, const NnArgs& a, const HardwareConfig& cfg, McOptions& o) const {
     o.trials = static_cast<int>(a.trials);
     o.seed = a.seed;
     o.samples = static_cast<int>(a.samples);
@@ -270,7 +262,7 @@ class McAnalysis : public NnAnalysis {
 
   Status check_more(const AnalysisRequest& req, const Inputs& in) const override {
     McOptions o;
-    return options(req, in.cfg, o);
+    return options(req, in.args, in.cfg, o);
   }
 };
 
@@ -293,8 +285,7 @@ class EnergyAnalysis : public NnAnalysis {
     EvalSetup s;
     Status ld = setup(req, in, s);
     if (!ld) return ld;
-    NnArgs a;
-    if (Status st = read_args(req, a); !st) return st;
+    const NnArgs& a = in.args;
     TransientOptions o;
     o.from_previous = a.from_previous;
     o.tstop = a.tstop;
