@@ -53,6 +53,7 @@ struct NnArgs {
   CLI::App* energy = nullptr;
   std::string per_sample;              // energy: per-sample CSV
   bool from_previous = false;          // energy: step from the previous image's settled state
+  bool engine = false;                 // energy: the engine's transient of the full netlist (slow reference)
   double tstop = 0;                    // energy: run length [s] (0 = automatic)
   bool tran = false;                   // export-spice: the transient deck
   std::string config;                  // eval / export-spice / mc: hardware config (YAML)
@@ -354,6 +355,7 @@ int cmd_energy(const NnArgs& a) {
   TransientOptions o;
   o.from_previous = a.from_previous;
   o.tstop = a.tstop;
+  o.engine = a.engine;
   EnergyReport r;
   if (Status st = run_energy(h.net, h.cfg, h.calib(), h.test, a.samples, o, r); !st) return report(st);
   if (!a.per_sample.empty()) {
@@ -379,8 +381,9 @@ int cmd_energy(const NnArgs& a) {
                json_num(r.seconds));
     return 0;
   }
-  fmt::print("model {} ({}), hardware {} ({} mode): engine transient of the full circuit, {} test images\n", a.model,
-             fmt::join(h.net.sizes(), "-"), a.config, mode_name(h.cfg.mode), r.samples);
+  fmt::print("model {} ({}), hardware {} ({} mode): {}, {} test images\n", a.model,
+             fmt::join(h.net.sizes(), "-"), a.config, mode_name(h.cfg.mode),
+             a.engine ? "engine transient of the full circuit" : "fast transient of the port-reduced circuit", r.samples);
   fmt::print("  accuracy           {}\n", percent(r.accuracy));
   fmt::print("  latency            mean {:.4g} s, p99 {:.4g} s (+-0.5 LSB of the last ADC)\n", r.latency_mean_s,
              r.latency_p99_s);
@@ -550,7 +553,10 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   en->add_option("--per-sample", a->per_sample, "write sample,label,class,latency_s,energy_j to this CSV file");
   en->add_flag("--from-previous", a->from_previous,
                "step from the previous image's settled state (default: from reset, input DACs at code 0)");
-  en->add_option("--tstop", a->tstop, "transient length [s] (0 = automatic)")->capture_default_str();
+  en->add_option("--tstop", a->tstop, "nominal transient length [s]: the largest step is 1/500 of it (0 = automatic)")
+      ->capture_default_str();
+  en->add_flag("--engine", a->engine,
+               "run the engine's transient of the full mapped netlist per image (the slow reference of the fast path)");
 
   return [a]() -> int {
     if (*a->energy) return cmd_energy(*a);

@@ -99,26 +99,32 @@ inline double pole_load(const DcCoeffs& c, double p) {
   return (p - c.vmid) / c.r1 + c.gcl * (softplus((p - c.vhi) / kVs) - softplus((c.vlo - p) / kVs));
 }
 
-// Level 2 at DC (no capacitor current): the pole-node voltage p [V] at which the input-stage current `stage` [A]
-// equals pole_load(p), and dp/dstage [ohm]. Far from the rails the clamp is exactly 0 and p is explicit; else
-// Newton on the increasing function pole_load(p) - stage, to the last bit.
-inline double pole_voltage_dc(const DcCoeffs& c, double stage, double& dp_dstage) {
-  const double p0 = c.vmid + c.r1 * stage;
+// Level 2: the pole-node voltage p [V] at which the input-stage current `stage` [A] equals pole_load(p) + gc p, and
+// dp/dstage [ohm]. gc [S] is 0 at DC (no capacitor current); in a transient step it is the companion conductance
+// ag0 * kCpole of the pole capacitor, whose history current the caller adds to `stage`. Far from the rails the
+// clamp is exactly 0 and p is explicit; else Newton on the increasing function pole_load(p) + gc p - stage, to
+// the last bit.
+inline double pole_voltage(const DcCoeffs& c, double stage, double gc, double& dp_dstage) {
+  const double p0 = gc == 0 ? c.vmid + c.r1 * stage : (stage + c.vmid / c.r1) / (1.0 / c.r1 + gc);
   if ((p0 - c.vhi) / kVs < -746.0 && (c.vlo - p0) / kVs < -746.0) {
-    dp_dstage = c.r1;
+    dp_dstage = gc == 0 ? c.r1 : 1.0 / (1.0 / c.r1 + gc);
     return p0;
   }
   double p = std::clamp(p0, c.vlo - 1.0, c.vhi + 1.0), dF = 1.0 / c.r1;
   for (int it = 0; it < 200; ++it) {
     const double a1 = (p - c.vhi) / kVs, a2 = (c.vlo - p) / kVs;
-    const double F = (p - c.vmid) / c.r1 + c.gcl * (softplus(a1) - softplus(a2)) - stage;  // pole_load(p) - stage
-    dF = 1.0 / c.r1 + c.gcl * (softplus_d(a1) + softplus_d(a2)) / kVs;
+    const double F = (p - c.vmid) / c.r1 + c.gcl * (softplus(a1) - softplus(a2)) + gc * p - stage;
+    dF = 1.0 / c.r1 + c.gcl * (softplus_d(a1) + softplus_d(a2)) / kVs + gc;
     const double step = F / dF;
     p -= step;
     if (std::fabs(step) <= 1e-16 * (std::fabs(p) + 1.0)) break;
   }
   dp_dstage = 1.0 / dF;
   return p;
+}
+// Level 2 at DC (no capacitor current): pole_voltage with gc = 0.
+inline double pole_voltage_dc(const DcCoeffs& c, double stage, double& dp_dstage) {
+  return pole_voltage(c, stage, 0.0, dp_dstage);
 }
 
 // Newton step limiting of the tanh arguments (engine/limiting.hpp).

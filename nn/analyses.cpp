@@ -30,6 +30,7 @@ struct NnArgs {
   std::uint64_t seed = 1;      // nn_mc: seed of the mismatch draws
   std::string sweep;           // nn_mc: PARAM=v1,v2,...
   bool from_previous = false;  // nn_energy: step from the previous image's settled state
+  bool engine = false;         // nn_energy: the engine's transient of the full netlist (slow reference)
   double tstop = 0;            // [s] nn_energy: transient length, 0 = automatic
 };
 
@@ -266,7 +267,7 @@ class McAnalysis : public NnAnalysis {
   }
 };
 
-// Latency and energy per inference from the engine's transient of the mapped circuit (as `anasim nn energy`).
+// Latency and energy per inference from the transient of the mapped circuit (as `anasim nn energy`).
 class EnergyAnalysis : public NnAnalysis {
  public:
   explicit EnergyAnalysis(std::string data_dir) : NnAnalysis(std::move(data_dir)) {
@@ -276,8 +277,12 @@ class EnergyAnalysis : public NnAnalysis {
     params.push_back(ParamDecl("from_previous").kind(ParamKind::Flag).range(0, 1)
                          .doc("step from the previous image's settled state (else from reset)")
                          .bind<&NnArgs::from_previous>());
-    params.push_back(ParamDecl("tstop").unit("s").range(0, 1e3).doc("transient length (0 = automatic)")
+    params.push_back(ParamDecl("tstop").unit("s").range(0, 1e3)
+                         .doc("nominal transient length: the largest step is 1/500 of it (0 = automatic)")
                          .bind<&NnArgs::tstop>());
+    params.push_back(ParamDecl("engine").kind(ParamKind::Flag).range(0, 1)
+                         .doc("the engine's transient of the full mapped netlist per image (the fast path's reference)")
+                         .bind<&NnArgs::engine>());
   }
 
   Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
@@ -289,6 +294,7 @@ class EnergyAnalysis : public NnAnalysis {
     TransientOptions o;
     o.from_previous = a.from_previous;
     o.tstop = a.tstop;
+    o.engine = a.engine;
     EnergyReport r;
     if (Status st = run_energy(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a.samples), o, r); !st)
       return located(st, req.loc);

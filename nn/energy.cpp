@@ -8,6 +8,7 @@
 #include "devices/registry.hpp"
 #include "engine/simulate.hpp"
 #include "nn/fast_eval.hpp"
+#include "nn/fast_tran.hpp"
 
 namespace anasim::nn {
 
@@ -130,6 +131,14 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   for (size_t j = 0; j < yv.size(); ++j) y[j] = yv[j]->back();
   out.cls = class_of(hw, y);
   out.cls_at = classes_at(hw, t, yv, sample_times);
+  for (size_t k = 0; k < t.size(); ++k) {
+    for (size_t j = 0; j < yv.size(); ++j) y[j] = (*yv[j])[k];
+    const int c = class_of(hw, y);
+    if (out.class_v.empty() || c != out.class_v.back()) {
+      out.class_t.push_back(t[k]);
+      out.class_v.push_back(c);
+    }
+  }
   if (opt.keep_waveforms) {
     out.t = t;
     out.y.clear();
@@ -150,6 +159,24 @@ double percentile(std::vector<double> v, double p) {
 const char* energy_part_name(int part) {
   static const char* names[kNumEnergyParts] = {"crossbar", "opamps", "activation", "dacs", "adcs", "other_resistors"};
   return part >= 0 && part < kNumEnergyParts ? names[part] : "?";
+}
+
+ComponentCounts component_counts(const HardwareInstance& hw) {
+  ComponentCounts c;
+  c.opamps = hw.map->opamps();
+  for (size_t l = 0; l < hw.layers.size(); ++l) {
+    const LayerMapping& m = hw.map->layers[l];
+    const LayerInstance& li = hw.layers[l];
+    for (const TileInstance& t : li.tiles) {
+      c.cells += static_cast<long>(t.g.size());
+      c.cells_open += std::count(t.g.begin(), t.g.end(), 0.0);
+    }
+    c.resistors += static_cast<long>(m.outputs) * (m.rectifier ? kNumPeripheryRes : 1);
+    c.diodes += m.rectifier ? 2L * m.outputs : 0L;
+    c.dacs += static_cast<long>(li.row_dacs.size());
+    c.adcs += m.adc ? m.outputs : 0;
+  }
+  return c;
 }
 
 double default_tstop(const HardwareConfig& cfg, int layers) {
@@ -182,6 +209,12 @@ Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, cons
                                        sample, out.tstop_s));
 }
 
+int class_at_time(const ImageTransient& it, double ts) {
+  if (it.class_t.empty()) return it.cls;
+  const size_t k = static_cast<size_t>(std::upper_bound(it.class_t.begin(), it.class_t.end(), ts) - it.class_t.begin());
+  return k == 0 ? it.class_v.front() : it.class_v[k - 1];
+}
+
 Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
                   const TransientOptions& opt, EnergyReport& rep) {
   const auto t0 = Clock::now();
@@ -190,44 +223,51 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
   if (Status st = map_network(net, cfg, calib, map); !st) return st;
   HardwareInstance hw;
   realize(map, cfg.seed, 0, hw);
-  FastEvaluator fe;
-  if (Status st = fe.prepare(hw); !st) return st;
+  FastTransient ft;
+  if (Status st = ft.prepare(hw); !st) return st;
+  FastEvaluator& fe = ft.dc();
   const int n = samples > 0 ? std::min(samples, test.size()) : test.size();
   rep.samples = n;
+  rep.components = component_counts(hw);
   for (size_t l = 0; l + 1 < map.sizes.size(); ++l) rep.macs += static_cast<long>(map.sizes[l]) * map.sizes[l + 1];
-  LayerCodes prev;
-  long right = 0;
-  std::vector<long> right_at;
+  // DAC codes of every image: the input's; in hybrid mode every layer's, from the DC path.
+  std::vector<LayerCodes> codes(n);
   for (int k = 0; k < n; ++k) {
-    std::vector<LayerVoltages> fv;
-    LayerCodes codes;
-    if (Status st = fe.evaluate_one(test.images.row(k).data(), static_cast<std::uint64_t>(k), fv, &codes); !st)
-      return Status::numerical(fmt::format("sample {}: {}", k, st.errors[0].message));
-    ImageTransient it;
-    TransientOptions o = opt;
-    o.keep_waveforms = k == 0;
-    if (Status st = image_transient(hw, codes, prev, static_cast<std::uint64_t>(k), o, rep.sample_times_s, it); !st)
-      return st;
-    if (k == 0) {  // the table's times: 20 over the first run, image 0's classes there from its waveforms
-      for (int i = 1; i <= 20; ++i) rep.sample_times_s.push_back(it.tstop_s * i / 20.0);
-      std::vector<const std::vector<double>*> yv;
-      for (const auto& v : it.y) yv.push_back(&v);
-      it.cls_at = classes_at(hw, it.t, yv, rep.sample_times_s);
-      it.t.clear();
-      it.y.clear();
-      right_at.assign(rep.sample_times_s.size(), 0);
+    if (cfg.mode == MappingMode::Analog) {
+      codes[k].assign(map.layers.size(), {});
+      codes[k][0] = input_codes(map.layers[0], test.images.row(k).data());
+      continue;
     }
-    prev = codes;
-    const int label = test.labels[k];
-    right += it.cls == label;
-    for (size_t i = 0; i < it.cls_at.size(); ++i) right_at[i] += it.cls_at[i] == label;
-    rep.labels.push_back(label);
-    rep.images.push_back(std::move(it));
+    std::vector<LayerVoltages> fv;
+    if (Status st = fe.evaluate_one(test.images.row(k).data(), static_cast<std::uint64_t>(k), fv, &codes[k]); !st)
+      return Status::numerical(fmt::format("sample {}: {}", k, st.errors[0].message));
   }
+  rep.images.assign(n, ImageTransient{});
+  std::vector<Status> status(n);
+  const LayerCodes none;
+  auto one = [&](int k) {
+    const LayerCodes& prev = k > 0 ? codes[k - 1] : none;
+    status[k] = opt.engine ? image_transient(hw, codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, rep.images[k])
+                           : ft.run(codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, rep.images[k]);
+  };
+  if (opt.engine) {
+    for (int k = 0; k < n && status[k > 0 ? k - 1 : 0].ok(); ++k) one(k);
+  } else {
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int k = 0; k < n; ++k) one(k);
+  }
+  for (int k = 0; k < n; ++k)
+    if (!status[k]) return status[k];
   std::vector<double> lat, en;
-  for (const auto& im : rep.images) {
+  long right = 0;
+  double latest = 0;
+  for (int k = 0; k < n; ++k) {
+    const ImageTransient& im = rep.images[k];
+    rep.labels.push_back(test.labels[k]);
+    right += im.cls == test.labels[k];
     lat.push_back(im.settle_s);
     en.push_back(im.energy_j);
+    latest = std::max(latest, im.settle_s);
     rep.latency_mean_s += im.settle_s / n;
     rep.energy_mean_j += im.energy_j / n;
     for (int p = 0; p < kNumEnergyParts; ++p) rep.energy_parts_mean_j[p] += im.energy_parts_j[p] / n;
@@ -235,11 +275,16 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
   rep.latency_p99_s = percentile(lat, 99);
   rep.energy_p99_j = percentile(en, 99);
   rep.accuracy = n > 0 ? static_cast<double>(right) / n : 0;
-  for (size_t i = 0; i < right_at.size(); ++i)
-    rep.accuracy_at.push_back(n > 0 ? static_cast<double>(right_at[i]) / n : 0);
+  // The sampling-time table: 20 times up to the largest settling time (where every image has settled).
+  for (int i = 1; i <= 20 && latest > 0; ++i) rep.sample_times_s.push_back(latest * i / 20.0);
+  for (double ts : rep.sample_times_s) {
+    long ok = 0;
+    for (int k = 0; k < n; ++k) ok += class_at_time(rep.images[k], ts) == test.labels[k];
+    rep.accuracy_at.push_back(n > 0 ? static_cast<double>(ok) / n : 0);
+  }
   // The earliest table time from which on every later one is within 0.1 points of the settled accuracy.
   rep.shortest_sample_time_s = rep.sample_times_s.empty() ? 0 : rep.sample_times_s.back();
-  for (size_t i = right_at.size(); i-- > 0;) {
+  for (size_t i = rep.accuracy_at.size(); i-- > 0;) {
     if (std::fabs(rep.accuracy_at[i] - rep.accuracy) > 0.001 + 1e-12) break;
     rep.shortest_sample_time_s = rep.sample_times_s[i];
   }

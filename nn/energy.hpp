@@ -30,6 +30,8 @@ struct ImageTransient {
   double energy_parts_j[kNumEnergyParts] = {};  // [J] absorbed over [0, settle_s], see EnergyPart
   int cls = -1;                   // argmax of the last layer's ADC codes at tstop_s (first maximum)
   std::vector<int> cls_at;        // per sampling time given: the class from the outputs at that time
+  std::vector<double> class_t;    // [s] the class at the time points, as changes: class_v[i] from class_t[i] on
+  std::vector<int> class_v;       //     (class_t[0] = 0)
   long timepoints = 0;            // accepted time points of the run
   std::vector<double> t;          // [s] with TransientOptions::keep_waveforms: the time points
   std::vector<std::vector<double>> y;  // [V] and the last layer's outputs there (per neuron, per time point)
@@ -41,7 +43,12 @@ struct TransientOptions {
   double tstop = 0;               // [s] run length; 0 = automatic (doubled until the settling time < tstop / 2)
   int points = 500;               // tstop / largest time step
   bool keep_waveforms = false;    // fill ImageTransient::t and y
+  bool engine = false;            // run_energy: the engine's transient of the full netlist per image (the slow
+                                  // reference) instead of the fast path (nn/fast_tran.hpp)
 };
+
+// The class an image's record (ImageTransient::class_t/v) gives at time ts [s].
+int class_at_time(const ImageTransient& it, double ts);
 
 // Runs the engine's transient of the full mapped netlist of one input (codes: the sample's DAC codes; from: the
 // codes before the step, used when opt.from_previous) and reduces it to settling time, energy and classes at
@@ -56,8 +63,21 @@ Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, cons
 // 100 DAC edges.
 double default_tstop(const HardwareConfig& cfg, int layers);
 
+// Components of one realized mapping (a bill of materials; reference designs in the README).
+struct ComponentCounts {
+  long opamps = 0;                // TIAs, rectifiers and inverters
+  long cells = 0;                 // crossbar cell positions: rows x columns of every tile
+  long cells_open = 0;            //   of which programmed to 0 S (no device fitted: gmin 0 or series e96)
+  long resistors = 0;             // periphery resistors: TIA feedback, rectifier r1 r2 rl, inverter pair
+  long diodes = 0;                // rectifier diodes
+  long dacs = 0;                  // DAC channels: one per DAC-driven physical row (+v and -v rows each)
+  long adcs = 0;                  // ADC channels: one per digitized neuron
+};
+ComponentCounts component_counts(const HardwareInstance& hw);
+
 // `nn energy` over the first `samples` test images (0 = all).
 struct EnergyReport {
+  ComponentCounts components;     // of the realized mapping (trial 0)
   int samples = 0;
   double accuracy = 0;            // fraction, settled classes
   double latency_mean_s = 0, latency_p99_s = 0;
@@ -75,9 +95,10 @@ struct EnergyReport {
 };
 
 // Maps and realizes the network (trial 0, as nn eval), gets each image's DAC codes from the fast DC path
-// (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs image_transient on each.
-// The sampling-time table uses 20 times evenly spaced over (0, tstop] of the first image's run (its classes
-// there taken from its kept waveforms).
+// (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs the fast transient path
+// (FastTransient::run; opt.engine: image_transient) on each, images in parallel (OpenMP; results do not depend on
+// the thread count). The sampling-time table uses 20 times evenly spaced over (0, largest settling time], the
+// classes there from each image's class record.
 Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
                   const TransientOptions& opt, EnergyReport& rep);
 

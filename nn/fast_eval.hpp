@@ -61,6 +61,7 @@ struct FastOptions {
   int chunk = 64;                 // images per GEMM chunk (fixed: results do not depend on threads)
   bool debug = false;             // report failing local Newton solves on stderr
   bool trace = false;             // report every sweep, the port reductions and the preparation phases on stderr
+  bool moments = false;           // also the arrays' port capacitances (FastLayer::C1*: the network transient)
 };
 
 class FastEvaluator {
@@ -88,6 +89,8 @@ class FastEvaluator {
   void reset_stats() { stats_ = FastStats{}; }
 
   struct Impl;
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -28,6 +28,11 @@ struct FastLayer {
   long dac_max = 0;
   std::vector<double> ic_bias;          // C: column currents of the bias rows (analog layers)
   std::vector<double> ix_bias;          // P: row currents of the bias rows (analog layers)
+  // With FastOptions::moments: the first moments of the port admittances (Y(s) = Y + s C1 + O(s^2)), i.e. the
+  // capacitance matrices [F] the wire capacitances present at the ports when the arrays' interior follows the ports
+  // quasi-statically (exact to first order in frequency); same shapes as Ycx, Yxc, Ycc, Yxx.
+  Eigen::MatrixXd C1cx, C1xc, C1cc;
+  std::vector<Eigen::MatrixXd> C1xx;
 };
 
 }  // namespace anasim::nn::fast
@@ -54,6 +59,14 @@ struct FastEvaluator::Impl {
     std::vector<double> old;
     long sweeps = 0, newton = 0;
     bool failed = false;
+    // The port relations the sweeps see, per layer: the DC admittances of FastLayer (init_work), or a transient
+    // step's companion admittances G + ag0 C (nn/fast_tran.cpp).
+    std::vector<const Eigen::MatrixXd*> Ycc, Ycx, Yxc;
+    std::vector<std::vector<const Eigen::MatrixXd*>> Yxx;
+    // Transient step only (else 0 / empty): pole companion conductance [S] and per layer, neuron and op-amp the
+    // pole capacitors' history currents [A] (C x 3).
+    double gpole = 0;
+    std::vector<std::vector<double>> ipole;
   };
 
   void init_work(Work& w) const;
@@ -73,7 +86,8 @@ struct FastEvaluator::Impl {
   // ideal-circuit guess (so that each one then sees estimates of all the others), then Newton solves; a neuron
   // whose lagged currents changed only a little since its last Newton solve is updated by linear response
   // (its stored LU factors), and once nothing moves every such neuron is checked by a real Newton iteration.
-  void sweep(Work& w, int l0, int l1, std::uint64_t sample) const;
+  // warm: every neuron starts from its x and limiting states (a transient step) instead of the ideal guess.
+  void sweep(Work& w, int l0, int l1, std::uint64_t sample, bool warm = false) const;
   // The last layer's ADC codes of an image and its class; hybrid layers pass codes on via `codes`.
   int classify(const Work& w, long* out_codes) const;
   // Requantized DAC codes for layer l+1 from the ADC codes of hybrid layer l.

@@ -3,6 +3,7 @@
 // CHOLMOD (nn/port_reduction.hpp), the blocks summed into each layer's dense port relations, and the DAC tables.
 // Contract: after prepare, Ycc, Ycx and Yxx are the exact admittances of the layer's arrays at the column and row
 // ports; dac[p][code] is the voltage the DAC device of row p drives for that code (devices/dac.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -43,7 +44,8 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     int l, b;
     PortNetwork net;
     std::vector<int> port_row;  // per port: physical row (rows) or -1 - column (columns)
-    Eigen::MatrixXd Y;
+    Eigen::MatrixXd Y, Y1;
+    std::vector<double> cap;  // [F] per network node (moments)
     Status st;
   };
   std::vector<Job> jobs;
@@ -101,7 +103,9 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
         const TileInstance& t = li.tiles[static_cast<size_t>(b) * ncb + cb];
         std::vector<int> rp(rowpin.begin(), rowpin.end()), cp(t.spec.cols);
         for (int j = 0; j < t.spec.cols; ++j) cp[j] = port0 + nr + t.col0 + j;
-        add_tile(job.net, t.spec, t.g, rp, cp, next);
+        CrossbarSpec spec = t.spec;
+        if (opt.moments) spec.cwire = cfg.cwire;  // as build_netlist's transient circuit has them
+        add_tile(job.net, spec, t.g, rp, cp, next, opt.moments ? &job.cap : nullptr);
       }
       jobs.push_back(std::move(job));
     }
@@ -114,8 +118,26 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     const int saved_levels = omp_get_max_active_levels();
     omp_set_max_active_levels(omp_get_max_threads() > 1 ? 1 : 0);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int k = 0; k < static_cast<int>(jobs.size()); ++k)
-      jobs[k].st = I.solvers[jobs[k].l][jobs[k].b]->compute(jobs[k].net, jobs[k].Y, opt.trace);
+    for (int k = 0; k < static_cast<int>(jobs.size()); ++k) {
+      Job& j = jobs[k];
+      j.st = I.solvers[j.l][j.b]->compute(j.net, j.Y, opt.trace);
+      if (!j.st || !opt.moments) continue;
+      // C1 = dY/ds at s = 0 by a forward difference: the same network with a conductance sigma * C from every
+      // capacitive node to ground. sigma [rad/s] is far below the interior's time constants (the second-order
+      // term is ~sigma * tau ~ 1e-5 relative for tau ~ 1 ns) and far above rounding (the shift moves Y by
+      // ~1e-10 relative, so C1 keeps ~6 digits where |C1| is smallest against Y).
+      constexpr double kSigma = 1e4;
+      if (j.cap.empty() || *std::max_element(j.cap.begin(), j.cap.end()) == 0) {
+        j.Y1 = Eigen::MatrixXd::Zero(j.Y.rows(), j.Y.cols());
+        continue;
+      }
+      j.cap.resize(j.net.n_int + j.net.n_port, 0.0);
+      j.net.shunt.resize(j.cap.size());
+      for (size_t i = 0; i < j.cap.size(); ++i) j.net.shunt[i] = kSigma * j.cap[i];
+      Eigen::MatrixXd Ys;
+      j.st = I.solvers[j.l][j.b]->compute(j.net, Ys, opt.trace);
+      j.Y1 = (Ys - j.Y) / kSigma;
+    }
     omp_set_max_active_levels(saved_levels);
   }
   for (auto& j : jobs)
@@ -137,6 +159,19 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       f.Yxx[j.b] = j.Y.block(0, 0, nr, nr);
     }
     f.Yxc = f.Ycx.transpose();
+    if (opt.moments) {
+      f.C1cx = Eigen::MatrixXd::Zero(f.C, f.P);
+      f.C1cc = Eigen::MatrixXd::Zero(f.C, f.C);
+      f.C1xx.assign(m.row_blocks.size() - 1, Eigen::MatrixXd());
+      for (auto& j : jobs) {
+        if (j.l != l) continue;
+        const int r0 = m.row_blocks[j.b], nr = m.row_blocks[j.b + 1] - r0;
+        f.C1cx.middleCols(r0, nr) += j.Y1.block(nr, 0, f.C, nr);
+        f.C1cc += j.Y1.block(nr, nr, f.C, f.C);
+        f.C1xx[j.b] = j.Y1.block(0, 0, nr, nr);
+      }
+      f.C1xc = f.C1cx.transpose();
+    }
     // DAC tables: signed row voltage per code (odd rows are driven by the DAC with swapped pins).
     f.dac.clear();
     for (int p = f.first_dac; p < f.P; ++p) {

@@ -55,6 +55,17 @@ void FastEvaluator::Impl::init_work(Work& w) const {
   }
   w.old.resize(kMaxLocal);
   w.failed = false;
+  w.Ycc.resize(L);
+  w.Ycx.resize(L);
+  w.Yxc.resize(L);
+  w.Yxx.resize(L);
+  for (size_t l = 0; l < L; ++l) {
+    w.Ycc[l] = &layers[l].Ycc;
+    w.Ycx[l] = &layers[l].Ycx;
+    w.Yxc[l] = &layers[l].Yxc;
+    w.Yxx[l].clear();
+    for (const auto& S : layers[l].Yxx) w.Yxx[l].push_back(&S);
+  }
 }
 
 // Row voltages of a DAC layer from its input codes (bias rows at full scale).
@@ -95,13 +106,17 @@ NeuronIn FastEvaluator::Impl::inputs(const Work& w, int l, int j, int l1, std::u
   NeuronIn in;
   in.r = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
   in.vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
-  in.y_cc = f.Ycc(j, j);
-  in.lag_c = w.ic[l][j] - f.Ycc(j, j) * x[Lo.c];
+  in.y_cc = (*w.Ycc[l])(j, j);
+  in.lag_c = w.ic[l][j] - in.y_cc * x[Lo.c];
   if (noise) in.lag_c -= read_noise_current(*hw, l, j, sample);
+  if (!w.ipole.empty()) {
+    in.gpole = w.gpole;
+    std::copy_n(&w.ipole[l][static_cast<size_t>(j) * 3], 3, in.ipole);
+  }
   if (f.m->rectifier && l + 1 < l1) {
     const FastLayer& nx = layers[l + 1];
     const int p = 2 * j, b = nx.block_of_row[p], off = nx.m->row_blocks[b];
-    const Eigen::MatrixXd& S = nx.Yxx[b];
+    const Eigen::MatrixXd& S = *w.Yxx[l + 1][b];
     in.y_hh = S(p - off, p - off);
     in.y_hhn = S(p - off, p + 1 - off);
     in.y_hnh = S(p + 1 - off, p - off);
@@ -119,23 +134,24 @@ void FastEvaluator::Impl::propagate(Work& w, int l, int j, int l1) const {
   const double* x = &w.x[l][static_cast<size_t>(j) * Lo.n];
   const double dc = x[Lo.c] - w.old[Lo.c];
   if (dc != 0) {
-    Eigen::Map<Eigen::VectorXd>(w.ic[l].data(), f.C) += f.Ycc.col(j) * dc;
-    if (!f.m->dac_rows) Eigen::Map<Eigen::VectorXd>(w.ix[l].data(), f.P) += f.Yxc.col(j) * dc;
+    Eigen::Map<Eigen::VectorXd>(w.ic[l].data(), f.C) += w.Ycc[l]->col(j) * dc;
+    if (!f.m->dac_rows) Eigen::Map<Eigen::VectorXd>(w.ix[l].data(), f.P) += w.Yxc[l]->col(j) * dc;
   }
   if (!(f.m->rectifier && l + 1 < l1)) return;
   const FastLayer& nx = layers[l + 1];
   const int p = 2 * j, b = nx.block_of_row[p], off = nx.m->row_blocks[b];
-  const Eigen::MatrixXd& S = nx.Yxx[b];
+  const Eigen::MatrixXd& S = *w.Yxx[l + 1][b];
+  const Eigen::MatrixXd& Ycx = *w.Ycx[l + 1];
   Eigen::Map<Eigen::VectorXd> ixb(w.ix[l + 1].data() + off, S.rows());
   Eigen::Map<Eigen::VectorXd> ic(w.ic[l + 1].data(), nx.C);
   const double dh = x[Lo.h] - w.old[Lo.h], dhn = x[Lo.hn] - w.old[Lo.hn];
   if (dh != 0) {
     ixb += S.col(p - off) * dh;
-    ic += nx.Ycx.col(p) * dh;
+    ic += Ycx.col(p) * dh;
   }
   if (dhn != 0) {
     ixb += S.col(p + 1 - off) * dhn;
-    ic += nx.Ycx.col(p + 1) * dhn;
+    ic += Ycx.col(p + 1) * dhn;
   }
   w.vx[l + 1][p] = x[Lo.h];
   w.vx[l + 1][p + 1] = x[Lo.hn];
@@ -153,10 +169,14 @@ bool FastEvaluator::Impl::tiny_linear(const Layout& Lo, const double* x, const d
 // ideal-circuit guess (so that each one then sees estimates of all the others), then Newton solves; a neuron
 // whose lagged currents changed only a little since its last Newton solve is updated by linear response
 // (its stored LU factors), and once nothing moves every such neuron is checked by a real Newton iteration.
-void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample) const {
+void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample, bool warm) const {
   const FastOptions& o = opt;
   for (int l = l0; l < l1; ++l)
     for (int j = 0; j < layers[l].C; ++j) {
+      if (warm) {
+        w.state[l][j] = 3;  // warm start: a Newton solve from x in the first sweep
+        continue;
+      }
       const Kernel& K = layers[l].kernel;
       double* x = &w.x[l][static_cast<size_t>(j) * K.L.n];
       std::copy(x, x + K.L.n, w.old.begin());
@@ -190,7 +210,7 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample) c
         double* bound = &w.bound[l][static_cast<size_t>(j) * 3];
         std::copy(x, x + n, w.old.begin());
         if (verify && state == 2 && tiny_linear(Lo, x, xn)) state = 1;  // accurate as it is
-        bool newton = state == 0 || (verify && state == 2);
+        bool newton = state == 0 || state == 3 || (verify && state == 2);
         if (!newton) {
           // Skip when the currents moved so little since the last update that no unknown can move by more than a
           // twentieth of its tolerance; else linear response x = xn - sum_i (lag_i - lagn_i) dx/dlag_i.
@@ -230,7 +250,7 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample) c
           // error quadratically smaller, and the verifying check enforces the full tolerance.
           ++n_newton;
           int it = K.solve(in, x, lim, warm, 0.0, 0.0, J, piv, verify ? 1.0 : kLooseTol);
-          if (it < 0) it = K.robust_solve(in, x, lim, warm ? xn : w.old.data(), warm, it, J, piv);
+          if (it < 0) it = K.robust_solve(in, x, lim, warm && state != 3 ? xn : w.old.data(), warm, it, J, piv);
           if (it < 0) {
             w.failed = true;
             if (o.debug)
@@ -238,7 +258,7 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample) c
                          sw, l, j, warm, in.lag_c, in.lag_h, fmt::join(x, x + n, " "));
           }
           w.newton += std::abs(it);
-          if (state == 0) worst = std::max(worst, 2.0);
+          if (state == 0 || state == 3) worst = std::max(worst, 2.0);
           state = 1;
           std::copy(x, x + n, xn);
           std::copy(lag, lag + 3, lagn);

@@ -80,6 +80,11 @@ struct NeuronIn {
   double lag_c = 0;                     // [A] current leaving c into the array from the other ports (and noise)
   double y_hh = 0, y_hhn = 0, y_hnh = 0, y_hnhn = 0;  // next layer's row-pair self-admittance (rectifier)
   double lag_h = 0, lag_hn = 0;
+  // Transient step (0 at DC): companion conductance ag0 * kCpole of the level-2 pole capacitors [S], and per op-amp
+  // (kOpTia, kOpRect, kOpInv) the capacitor's history current [A], added to the input stage's (see
+  // opamp_model::pole_voltage).
+  double gpole = 0;
+  double ipole[3] = {0, 0, 0};
   const double* r = nullptr;            // kNumPeripheryRes resistances [ohm]
   const double* vos = nullptr;          // kNumPeripheryOps offsets [V]
 };
@@ -114,17 +119,17 @@ struct Kernel {
     g2(L.c, L.y, 1.0 / in.r[kResRf]);
     J[L.c * n + L.c] += in.y_cc;
     rhs[L.c] -= in.lag_c;
-    opamp<N>(L.c, L.y, L.p[kOpTia], L.br[kOpTia], in.vos[kOpTia], x, J, rhs, lim + 0, nolimit, noncon);
+    opamp<N>(L.c, L.y, in.gpole, in.ipole[kOpTia], L.br[kOpTia], in.vos[kOpTia], x, J, rhs, lim + 0, nolimit, noncon);
     if (adc_g > 0) J[L.y * n + L.y] += adc_g;
     if (!rect) return;
     g2(L.y, L.s, 1.0 / in.r[kResR1]);
-    opamp<N>(L.s, L.a, L.p[kOpRect], L.br[kOpRect], in.vos[kOpRect], x, J, rhs, lim + 2, nolimit, noncon);
+    opamp<N>(L.s, L.a, in.gpole, in.ipole[kOpRect], L.br[kOpRect], in.vos[kOpRect], x, J, rhs, lim + 2, nolimit, noncon);
     diode<N>(L.s, L.d1i, L.a, x, J, rhs, lim[6], nolimit, noncon);
     diode<N>(L.a, L.d2i, L.h, x, J, rhs, lim[7], nolimit, noncon);
     g2(L.h, L.s, 1.0 / in.r[kResR2]);
     g2(L.h, -1, 1.0 / in.r[kResRl]);
     g2(L.h, L.t, 1.0 / in.r[kResInv1]);
-    opamp<N>(L.t, L.hn, L.p[kOpInv], L.br[kOpInv], in.vos[kOpInv], x, J, rhs, lim + 4, nolimit, noncon);
+    opamp<N>(L.t, L.hn, in.gpole, in.ipole[kOpInv], L.br[kOpInv], in.vos[kOpInv], x, J, rhs, lim + 4, nolimit, noncon);
     g2(L.t, L.hn, 1.0 / in.r[kResInv2]);
     J[L.h * n + L.h] += in.y_hh;
     J[L.h * n + L.hn] += in.y_hhn;
@@ -134,9 +139,10 @@ struct Kernel {
     rhs[L.hn] -= in.lag_hn;
   }
 
-  // Op-amp with grounded non-inverting input, inverting input inn, output out.
+  // Op-amp with grounded non-inverting input, inverting input inn, output out; level 2: gp, hp the pole
+  // capacitor's companion conductance and history current of a transient step (0 at DC).
   template <int N>
-  void opamp(int inn, int out, int /*p: level-2 pole node, eliminated*/, int br, double vos, const double* x, double* J, double* rhs, double* xold,
+  void opamp(int inn, int out, double gp, double hp, int br, double vos, const double* x, double* J, double* rhs, double* xold,
              bool nolimit, bool& noncon) const {
     const int n = N > 0 ? N : L.n;
     if (op.level == 0) {  // nullor: the branch current leaves `out`; branch equation v(inp) - v(inn) = 0
@@ -183,7 +189,7 @@ struct Kernel {
     const double stage = op.imax * th(vd / op.vsr, 0, ds);
     const double dstage = op.imax * ds * dvd / op.vsr;
     double dp_dstage;
-    const double vp = pole_voltage(stage, dp_dstage);
+    const double vp = opamp_model::pole_voltage(op, stage + hp, gp, dp_dstage);
     rhs[inn] -= op.ib;
     double io, dp, dout;
     if (!std::isfinite(op.ilim)) {
@@ -199,13 +205,21 @@ struct Kernel {
     lin(out, -io, inn, -dp * dp_dstage * dstage, out, -dout);
   }
 
-  // Level 2: the pole-node voltage at DC of an op-amp whose inverting input is at vinn (NaN at other levels).
-  double pole_of(double vinn, double vos) const {
+  // Level 2: the pole-node voltage of an op-amp whose inverting input is at vinn (NaN at other levels): at DC, or
+  // in a transient step with the pole capacitor's companion conductance gp [S] and history current hp [A].
+  double pole_of(double vinn, double vos, double gp = 0, double hp = 0) const {
     if (op.level != 2) return std::nan("");
     double vd = (0.0 - vinn) + vos;
     if (op.kcm != 0) vd = vd + op.kcm * (0.5 * (0.0 + vinn) - op.vmid);
     double dp;
-    return pole_voltage(op.imax * tanh_fast(vd / op.vsr), dp);
+    return opamp_model::pole_voltage(op, op.imax * tanh_fast(vd / op.vsr) + hp, gp, dp);
+  }
+  // Current the op-amp drives into its output [A] with the inverting input at vinn, the output at vout and (level 2)
+  // the pole node at p [V] (levels 1 and 2; at level 0 it is the branch unknown).
+  double output_current(double vinn, double vout, double p, double vos) const {
+    if (op.level == 1) return (op.vmid + op.vhalf * tanh_fast(op.a0 * ((0.0 - vinn) + vos) / op.vhalf) - vout) / op.rout;
+    if (!std::isfinite(op.ilim)) return (p - vout) / op.rout;
+    return op.ilim * tanh_fast((p - vout) / (op.rout * op.ilim));
   }
 
   // Level 2: the pole-node voltage at DC for input-stage current `stage` [A], and dp/dstage.

@@ -25,7 +25,7 @@ class FlushSubnormals {
 }  // namespace
 
 void add_tile(PortNetwork& net, const CrossbarSpec& s, const std::vector<double>& g, const std::vector<int>& rowpin,
-              const std::vector<int>& colpin, int& next) {
+              const std::vector<int>& colpin, int& next, std::vector<double>* cap) {
   const CrossbarTopology topo(s);
   const int R = s.rows, pins = topo.pins(), first = next;
   auto node = [&](int k) { return k < R ? rowpin[k] : k < pins ? colpin[k - R] : first + (k - pins); };
@@ -34,7 +34,13 @@ void add_tile(PortNetwork& net, const CrossbarSpec& s, const std::vector<double>
       case CrossbarElement::Kind::Cell: net.edge(node(e.a), node(e.b), e.value); break;
       case CrossbarElement::Kind::RowWire:
       case CrossbarElement::Kind::ColWire: net.edge(node(e.a), node(e.b), 1.0 / e.value); break;
-      default: break;  // capacitors: open at DC
+      default:  // capacitors: open at DC
+        if (cap) {
+          const int k = node(e.a);
+          if (static_cast<int>(cap->size()) <= k) cap->resize(k + 1, 0.0);
+          (*cap)[k] += e.value;
+        }
+        break;
     }
   });
   next += topo.nodes() - pins;
@@ -56,6 +62,7 @@ Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool tra
     diag[b] += g;
     below[std::min(a, b)].push_back({std::max(a, b), -g});
   }
+  for (size_t k = 0; k < net.shunt.size(); ++k) diag[k] += net.shunt[k];
   std::vector<double> delta(m);
   for (int p = 0; p < m; ++p) {
     delta[p] = 1e-3 * diag[net.n_int + p] + 1e-12;

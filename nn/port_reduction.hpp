@@ -16,6 +16,7 @@ struct PortNetwork {
   int n_int = 0, n_port = 0;
   std::vector<int> ea, eb;
   std::vector<double> eg;  // [S]
+  std::vector<double> shunt;  // [S] per node to ground (empty = none; else size n_int + n_port)
   void edge(int a, int b, double g) {
     if (g == 0 || a == b) return;
     ea.push_back(a);
@@ -26,9 +27,10 @@ struct PortNetwork {
 
 // Adds the conductances of one crossbar tile (the elements devices/crossbar.hpp's CrossbarTopology enumerates;
 // capacitors are open at DC) to a network. rowpin/colpin: network nodes of its R row and C column pins; next: the
-// next free internal node (advanced by the tile's internal nodes, numbered in the topology's order).
+// next free internal node (advanced by the tile's internal nodes, numbered in the topology's order). cap (optional,
+// indexed by network node, grown as needed) accumulates the tile's wire capacitances [F] (CrossbarSpec::cwire).
 void add_tile(PortNetwork& net, const CrossbarSpec& s, const std::vector<double>& g, const std::vector<int>& rowpin,
-              const std::vector<int>& colpin, int& next);
+              const std::vector<int>& colpin, int& next, std::vector<double>* cap = nullptr);
 
 // Port admittance of a network; keeps the symbolic analysis for the next network of the same pattern.
 class SchurSolver {

@@ -1,0 +1,548 @@
+// The network transient's fast path (see fast_tran.hpp): per image, time stepping of the port-reduced circuit with
+// the engine's integrator and step control, the DC path's sweeps for each step, energies by component, settling.
+#include "nn/fast_tran.hpp"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <fmt/format.h>
+#include "devices/opamp_model.hpp"
+#include "engine/integrator.hpp"
+#include "nn/fast_eval_impl.hpp"
+
+namespace anasim::nn {
+
+using namespace fast;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Work = FastEvaluator::Impl::Work;
+
+// y = blockdiag(B) x for the per-row-block matrices B of a layer (row_blocks: block boundaries).
+VectorXd block_mv(const std::vector<MatrixXd>& B, const std::vector<int>& row_blocks, const VectorXd& x) {
+  VectorXd y(x.size());
+  for (size_t b = 0; b + 1 < row_blocks.size(); ++b) {
+    const int r0 = row_blocks[b], nr = row_blocks[b + 1] - r0;
+    y.segment(r0, nr).noalias() = B[b] * x.segment(r0, nr);
+  }
+  return y;
+}
+
+// Share of an op-amp's output current io drawn from vcc (devices/opamp.cpp from_vcc) [A].
+double from_vcc(double io) {
+  return 0.5 * (io + std::sqrt(io * io + opamp_model::kIsplit * opamp_model::kIsplit));
+}
+
+// Linear interpolation of v over t at x (clamped).
+double interp(const std::vector<double>& t, const std::vector<double>& v, size_t stride, size_t k0, double x) {
+  const size_t n = t.size();
+  if (x <= t.front()) return v[k0];
+  if (x >= t.back()) return v[(n - 1) * stride + k0];
+  const size_t k = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), x) - t.begin());
+  const double w = (x - t[k - 1]) / (t[k] - t[k - 1]);
+  const double a = v[(k - 1) * stride + k0], b = v[k * stride + k0];
+  return a + w * (b - a);
+}
+
+}  // namespace
+
+Status FastTransient::prepare(const HardwareInstance& hw, const FastOptions& fo, const FastTranOptions& to) {
+  hw_ = &hw;
+  to_ = to;
+  FastOptions o = fo;
+  o.moments = true;
+  return fe_.prepare(hw, o);
+}
+
+Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample,
+                          const TransientOptions& opt, const std::vector<double>& sample_times,
+                          ImageTransient& out) const {
+  const auto clock0 = Clock::now();
+  out = ImageTransient{};
+  if (!hw_) return Status::fail(ErrorKind::Other, "FastTransient::run before prepare");
+  const FastEvaluator::Impl& I = fe_.impl();
+  const HardwareInstance& hw = *hw_;
+  const HardwareConfig& cfg = hw.map->cfg;
+  const int L = static_cast<int>(I.layers.size());
+
+  // ---- the DAC rows before and after the step ----
+  std::vector<VectorXd> v0(L), v1(L), dv(L);
+  for (int l = 0; l < L; ++l) {
+    const FastLayer& f = I.layers[l];
+    v0[l] = VectorXd::Zero(f.P);
+    v1[l] = VectorXd::Zero(f.P);
+    if (f.m->dac_rows) {
+      if (static_cast<int>(codes.size()) <= l || static_cast<int>(codes[l].size()) != f.m->inputs)
+        return Status::fail(ErrorKind::Other, fmt::format("network transient: layer {} needs {} DAC codes", l,
+                                                          f.m->inputs));
+      const bool have_from = opt.from_previous && static_cast<int>(from.size()) > l &&
+                             static_cast<int>(from[l].size()) == f.m->inputs;
+      const std::vector<long> c0 = have_from ? from[l] : std::vector<long>(f.m->inputs, 0L);
+      I.dac_voltages(f, c0.data(), v0[l].data());
+      I.dac_voltages(f, codes[l].data(), v1[l].data());
+    } else {
+      for (int p = f.first_dac; p < f.P; ++p) v0[l][p] = v1[l][p] = f.dac[p - f.first_dac][f.dac_max];
+    }
+    dv[l] = v1[l] - v0[l];
+  }
+
+  // ---- DC states before (t = 0) and after (the target) ----
+  auto dc_state = [&](Work& w, const std::vector<VectorXd>& v) {
+    I.init_work(w);
+    for (int l = 0; l < L; ++l) {
+      if (I.layers[l].m->dac_rows) std::copy(v[l].data(), v[l].data() + v[l].size(), w.vx[l].begin());
+      I.start_layer(w, l, nullptr);
+    }
+    I.sweep(w, 0, L, sample);
+    return !w.failed;
+  };
+  Work w, wfin;
+  if (!dc_state(wfin, v1) || !dc_state(w, v0))
+    return Status::numerical(fmt::format("network transient of sample {}: the operating point did not converge",
+                                         sample));
+
+  // ---- per layer: layout, states, the DAC layers' products with v0 and dv ----
+  struct LayerRun {
+    int n = 0, C = 0, P = 0, nops = 0;
+    bool dac = false, level2 = false;
+    int pole_off = -1, qc_off = 0, qx_off = 0;  // state indices
+    VectorXd w0, w1, z0, z1;                    // C: Ycx v0, Ycx dv, C1cx v0, C1cx dv (DAC layers)
+    VectorXd u0, u1, uc0, uc1;                  // P: Yxx v0, Yxx dv, C1xx v0, C1xx dv (DAC layers)
+    MatrixXd Ecc, Ecx, Exc;                     // companion admittances G + ag0 C1
+    std::vector<MatrixXd> Exx;
+  };
+  std::vector<LayerRun> lr(L);
+  int n_states = 0;
+  for (int l = 0; l < L; ++l) {
+    const FastLayer& f = I.layers[l];
+    LayerRun& r = lr[l];
+    r.n = f.kernel.L.n;
+    r.C = f.C;
+    r.P = f.P;
+    r.nops = f.m->rectifier ? 3 : 1;
+    r.dac = f.m->dac_rows;
+    r.level2 = f.kernel.op.level == 2;
+    if (r.level2) {
+      r.pole_off = n_states;
+      n_states += r.C * r.nops;
+    }
+    r.qc_off = n_states;
+    n_states += r.C;
+    r.qx_off = n_states;
+    n_states += r.P;
+    if (r.dac) {
+      r.w0 = f.Ycx * v0[l];
+      r.w1 = f.Ycx * dv[l];
+      r.z0 = f.C1cx * v0[l];
+      r.z1 = f.C1cx * dv[l];
+      r.u0 = block_mv(f.Yxx, f.m->row_blocks, v0[l]);
+      r.u1 = block_mv(f.Yxx, f.m->row_blocks, dv[l]);
+      r.uc0 = block_mv(f.C1xx, f.m->row_blocks, v0[l]);
+      r.uc1 = block_mv(f.C1xx, f.m->row_blocks, dv[l]);
+    }
+    r.Ecc = f.Ycc;
+    if (!r.dac) {
+      r.Ecx = f.Ycx;
+      r.Exc = f.Yxc;
+      r.Exx = f.Yxx;
+    }
+  }
+
+  // Port voltages of layer l in work state ws at ramp position rr (0..1 along the DAC edge).
+  auto col_volts = [&](const Work& ws, int l) {
+    const LayerRun& r = lr[l];
+    const Layout& Lo = I.layers[l].kernel.L;
+    VectorXd c(r.C);
+    for (int j = 0; j < r.C; ++j) c[j] = ws.x[l][static_cast<size_t>(j) * r.n + Lo.c];
+    return c;
+  };
+  auto row_volts = [&](const Work& ws, int l, double rr) {
+    const FastLayer& f = I.layers[l];
+    VectorXd vx = v0[l] + rr * dv[l];
+    if (!lr[l].dac) {
+      const Layout& Lp = I.layers[l - 1].kernel.L;
+      const int np = lr[l - 1].n;
+      for (int p = 0; p < f.first_dac; ++p)
+        vx[p] = ws.x[l - 1][static_cast<size_t>(p / 2) * np + (p % 2 == 0 ? Lp.h : Lp.hn)];
+    }
+    return vx;
+  };
+  const double tr = cfg.dac_tr;
+  auto ramp = [&](double t) { return std::clamp(t / tr, 0.0, 1.0); };
+
+  // Port charges [C] and DC (conductive) port currents [A] of layer l at state ws, ramp rr; rows = false leaves
+  // out the row charges and currents of a DAC layer (its C x P products; the sweeps do not need them).
+  struct Ports {
+    VectorXd c, vx, qc, qx, gc, gx;  // voltages, charges, conductive currents into the array
+  };
+  auto ports = [&](const Work& ws, int l, double rr, bool currents, bool rows = true) {
+    const FastLayer& f = I.layers[l];
+    const LayerRun& r = lr[l];
+    Ports pt;
+    pt.c = col_volts(ws, l);
+    pt.vx = row_volts(ws, l, rr);
+    if (r.dac) {
+      pt.qc = f.C1cc * pt.c + r.z0 + rr * r.z1;
+      if (rows) pt.qx = r.uc0 + rr * r.uc1 + f.C1xc * pt.c;
+      if (currents) {
+        pt.gc = f.Ycc * pt.c + r.w0 + rr * r.w1;
+        if (rows) pt.gx = r.u0 + rr * r.u1 + f.Yxc * pt.c;
+      }
+    } else {
+      pt.qc = f.C1cc * pt.c + f.C1cx * pt.vx;
+      pt.qx = block_mv(f.C1xx, f.m->row_blocks, pt.vx) + f.C1xc * pt.c;
+      if (currents) {
+        pt.gc = f.Ycc * pt.c + f.Ycx * pt.vx;
+        pt.gx = block_mv(f.Yxx, f.m->row_blocks, pt.vx) + f.Yxc * pt.c;
+      }
+    }
+    return pt;
+  };
+
+  // Pole-node voltages [V] of every level-2 op-amp (DC when gp = 0 and no history).
+  auto pole = [&](const Work& ws, int l, int j, int k, double gp, const double* hist) {
+    const FastLayer& f = I.layers[l];
+    const Layout& Lo = f.kernel.L;
+    const double* x = &ws.x[l][static_cast<size_t>(j) * Lo.n];
+    const int inn = k == kOpTia ? Lo.c : k == kOpRect ? Lo.s : Lo.t;
+    const double vos = f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps + k];
+    const double hp = hist ? -hist[lr[l].pole_off + j * lr[l].nops + k] : 0.0;
+    return f.kernel.pole_of(x[inn], vos, gp, hp);
+  };
+
+  // States of ws into q (charges); pole voltages into pv (per layer, C x nops).
+  std::vector<std::vector<double>> pv(L);
+  auto charges = [&](const Work& ws, double rr, double gp, const double* hist, double* q) {
+    for (int l = 0; l < L; ++l) {
+      const LayerRun& r = lr[l];
+      pv[l].assign(static_cast<size_t>(r.C) * r.nops, std::nan(""));
+      if (r.level2)
+        for (int j = 0; j < r.C; ++j)
+          for (int k = 0; k < r.nops; ++k) {
+            const double p = pole(ws, l, j, k, gp, hist);
+            pv[l][j * r.nops + k] = p;
+            q[r.pole_off + j * r.nops + k] = opamp_model::kCpole * p;
+          }
+      const Ports pt = ports(ws, l, rr, false);
+      std::copy(pt.qc.data(), pt.qc.data() + r.C, q + r.qc_off);
+      std::copy(pt.qx.data(), pt.qx.data() + r.P, q + r.qx_off);
+    }
+  };
+
+  // Absorbed powers [W] by component at state ws (pole voltages pv), ramp rr, capacitor currents icap (per state;
+  // null at DC).
+  const double iq = static_cast<int>(opamp_param(cfg, "level")) == 2 ? opamp_param(cfg, "iq") : 0.0;
+  auto powers = [&](const Work& ws, double rr, const double* icap, double* pw) {
+    std::fill(pw, pw + kNumEnergyParts, 0.0);
+    for (int l = 0; l < L; ++l) {
+      const FastLayer& f = I.layers[l];
+      const LayerRun& r = lr[l];
+      const Kernel& K = f.kernel;
+      const Layout& Lo = K.L;
+      // Arrays: what all ports deliver into them; the DAC output resistances' share is the DACs'. A DAC layer's
+      // rows without those: vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (Ycx vx).c, no C x P product.
+      const bool rows = !r.dac || cfg.dac_rout > 0;
+      const Ports pt = ports(ws, l, rr, true, rows);
+      VectorXd ic = pt.gc;
+      if (icap) ic += Eigen::Map<const VectorXd>(icap + r.qc_off, r.C);
+      pw[kPartCrossbar] += pt.c.dot(ic);
+      VectorXd ix = rows ? pt.gx : VectorXd();
+      if (rows) {
+        if (icap) ix += Eigen::Map<const VectorXd>(icap + r.qx_off, r.P);
+        pw[kPartCrossbar] += pt.vx.dot(ix);
+      } else {
+        pw[kPartCrossbar] += pt.vx.dot(r.u0 + rr * r.u1) + (r.w0 + rr * r.w1).dot(pt.c);
+        if (icap) pw[kPartCrossbar] += pt.vx.dot(Eigen::Map<const VectorXd>(icap + r.qx_off, r.P));
+      }
+      if (cfg.dac_rout > 0) {
+        double rd = 0;
+        for (int p = f.first_dac; p < r.P; ++p) rd += ix[p] * ix[p];
+        pw[kPartDacs] += cfg.dac_rout * rd;
+        pw[kPartCrossbar] -= cfg.dac_rout * rd;
+      }
+      for (int j = 0; j < r.C; ++j) {
+        const double* x = &ws.x[l][static_cast<size_t>(j) * r.n];
+        const double* res = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
+        const double* vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
+        auto opamp = [&](int k, int inn, int outn) {
+          const OpampDc& op = K.op;
+          const double vi = x[inn], vo = x[outn];
+          double io;
+          if (op.level == 0) return vo * x[Lo.br[k]];
+          io = K.output_current(vi, vo, pv[l][j * r.nops + k], vos[k]);
+          double p = op.level == 2 ? iq * (op.vpos - op.vneg) + vi * op.ib : 0.0;
+          if (std::isfinite(op.rin)) p += vi * vi / op.rin;
+          const double fv = from_vcc(io);
+          return p + fv * op.vpos + (io - fv) * op.vneg - vo * io;
+        };
+        const double c = x[Lo.c], y = x[Lo.y];
+        pw[kPartOpamps] += opamp(kOpTia, Lo.c, Lo.y);
+        pw[kPartOther] += (c - y) * (c - y) / res[kResRf];
+        if (K.adc_g > 0) pw[kPartAdcs] += K.adc_g * y * y;
+        if (!f.m->rectifier) continue;
+        const double s = x[Lo.s], a = x[Lo.a], h = x[Lo.h], t = x[Lo.t], hn = x[Lo.hn];
+        pw[kPartOpamps] += opamp(kOpRect, Lo.s, Lo.a) + opamp(kOpInv, Lo.t, Lo.hn);
+        auto diode = [&](double va, double vj, double vk) {
+          return (va - vk) * diode_model::current(K.di, vj - vk, K.gmin).cd;
+        };
+        pw[kPartActivation] += (y - s) * (y - s) / res[kResR1] + (h - s) * (h - s) / res[kResR2] +
+                               h * h / res[kResRl] + (h - t) * (h - t) / res[kResInv1] +
+                               (t - hn) * (t - hn) / res[kResInv2] +
+                               diode(s, Lo.d1i >= 0 ? x[Lo.d1i] : s, a) + diode(a, Lo.d2i >= 0 ? x[Lo.d2i] : a, h);
+      }
+    }
+  };
+
+  // ---- settling band and the target outputs ----
+  const FastLayer& fl = I.layers.back();
+  const AdcSpec& adc = fl.m->adc_spec;
+  const double band = 0.5 * (adc.vmax - adc.vmin) / static_cast<double>(adc_max_code(adc));
+  auto near_final = [&](const Work& ws, double tol, bool last_only) {
+    for (int l = last_only ? L - 1 : 0; l < L; ++l) {
+      const Layout& Lo = I.layers[l].kernel.L;
+      for (int j = 0; j < lr[l].C; ++j) {
+        const size_t o = static_cast<size_t>(j) * lr[l].n;
+        if (std::fabs(ws.x[l][o + Lo.y] - wfin.x[l][o + Lo.y]) > tol) return false;
+        if (Lo.h >= 0 && (std::fabs(ws.x[l][o + Lo.h] - wfin.x[l][o + Lo.h]) > tol ||
+                          std::fabs(ws.x[l][o + Lo.hn] - wfin.x[l][o + Lo.hn]) > tol))
+          return false;
+      }
+    }
+    return true;
+  };
+
+  // ---- integration set-up (the engine's .tran driver, engine/an_tran.cpp) ----
+  Options o;
+  o.reltol = to_.reltol;
+  o.abstol = to_.abstol;
+  o.chgtol = to_.chgtol;
+  o.trtol = to_.trtol;
+  Integrator integ(n_states);
+  LoadContext ctx;
+  ctx.mode = LoadContext::Mode::Tran;
+  ctx.q = integ.q0().data();
+  charges(w, 0.0, 0.0, nullptr, ctx.q);
+  integ.start_from_dc(ctx);
+  w.ipole.assign(L, {});
+  for (int l = 0; l < L; ++l) w.ipole[l].assign(static_cast<size_t>(lr[l].C) * 3, 0.0);
+  for (int l = 0; l < L; ++l) {
+    w.Ycc[l] = &lr[l].Ecc;
+    if (!lr[l].dac) {
+      w.Ycx[l] = &lr[l].Ecx;
+      w.Yxc[l] = &lr[l].Exc;
+      for (size_t b = 0; b < lr[l].Exx.size(); ++b) w.Yxx[l][b] = &lr[l].Exx[b];
+    }
+  }
+
+  const double tstop_nominal = opt.tstop > 0 ? opt.tstop : default_tstop(cfg, L);
+  const double tmax = tstop_nominal / std::max(10, opt.points);
+  const double hmin = 1e-11 * tmax;
+  const double t_limit = 64 * tstop_nominal;
+
+  // Recorded per accepted point: time, last-layer outputs, cumulative energies by part.
+  const int nout = lr[L - 1].C;
+  std::vector<double> T, Y, E;
+  double pw_prev[kNumEnergyParts], e_prev[kNumEnergyParts] = {}, e_prev2[kNumEnergyParts] = {};
+  auto record = [&](const Work& ws, double t, const double* e) {
+    T.push_back(t);
+    const Layout& Lo = fl.kernel.L;
+    for (int j = 0; j < nout; ++j) Y.push_back(ws.x[L - 1][static_cast<size_t>(j) * lr[L - 1].n + Lo.y]);
+    E.insert(E.end(), e, e + kNumEnergyParts);
+  };
+  charges(w, 0.0, 0.0, nullptr, std::vector<double>(n_states).data());  // pv at t = 0
+  powers(w, 0.0, nullptr, pw_prev);
+  record(w, 0.0, e_prev);
+
+  // Accepted solutions for the predictor and for rejected steps.
+  std::vector<std::vector<double>> x1 = w.x, x2 = w.x, lim1 = w.lim;
+  double h1 = 0;
+  double t = 0.0, delta = std::min(tstop_nominal / 100, tmax) / 10, save_delta = tstop_nominal / 50;
+  int order = 1;
+  double bp = tr;
+  bool at_break = true, first = true;
+  double last_out = 0;  // [s] last accepted time with a last-layer output outside the band
+  long accepted = 0, rejected = 0;
+  double last_ag0 = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> icap(n_states);
+  for (;;) {
+    delta = std::min(delta, tmax);
+    if (at_break) {
+      order = 1;
+      delta = std::min(delta, 0.1 * std::min(save_delta, bp - t));
+      if (first) delta /= 10;
+    }
+    bool hits_break = false;
+    if (t + delta > bp) {
+      save_delta = delta;
+      delta = bp - t;
+      hits_break = true;
+    }
+    double tn = 0;
+    for (;;) {
+      tn = hits_break ? bp : t + delta;
+      integ.prepare(ctx, Integration::Trapezoidal, order, delta);
+      const double ag0 = ctx.ag0, rr = ramp(tn);
+      // Companion admittances (when the step changed) and the pole capacitors' history.
+      if (ag0 != last_ag0) {
+        for (int l = 0; l < L; ++l) {
+          const FastLayer& f = I.layers[l];
+          LayerRun& r = lr[l];
+          r.Ecc = f.Ycc + ag0 * f.C1cc;
+          if (!r.dac) {
+            r.Ecx = f.Ycx + ag0 * f.C1cx;
+            r.Exc = r.Ecx.transpose();
+            for (size_t b = 0; b < r.Exx.size(); ++b) r.Exx[b] = f.Yxx[b] + ag0 * f.C1xx[b];
+          }
+        }
+        last_ag0 = ag0;
+      }
+      w.gpole = ag0 * opamp_model::kCpole;
+      for (int l = 0; l < L; ++l)
+        if (lr[l].level2)
+          for (int j = 0; j < lr[l].C; ++j)
+            for (int k = 0; k < lr[l].nops; ++k) w.ipole[l][j * 3 + k] = -ctx.hist[lr[l].pole_off + j * lr[l].nops + k];
+      // Predictor (the engine's: linear extrapolation from the last two accepted points).
+      if (!first && h1 > 0) {
+        const double xf = delta / h1;
+        for (int l = 0; l < L; ++l)
+          for (size_t u = 0; u < w.x[l].size(); ++u) w.x[l][u] = x1[l][u] + xf * (x1[l][u] - x2[l][u]);
+      }
+      // Array currents at the predicted voltages: G v + ag0 C1 v + history (the sweeps keep them up to date).
+      for (int l = 0; l < L; ++l) {
+        const LayerRun& r = lr[l];
+        const Ports pt = ports(w, l, rr, true, !r.dac);
+        const Eigen::Map<const VectorXd> hc(ctx.hist + r.qc_off, r.C), hx(ctx.hist + r.qx_off, r.P);
+        Eigen::Map<VectorXd>(w.ic[l].data(), r.C) = pt.gc + ag0 * pt.qc + hc;
+        if (!r.dac) Eigen::Map<VectorXd>(w.ix[l].data(), r.P) = pt.gx + ag0 * pt.qx + hx;
+        std::copy(pt.vx.data(), pt.vx.data() + r.P, w.vx[l].begin());
+      }
+      w.failed = false;
+      I.sweep(w, 0, L, sample, true);
+      double newdelta = delta;
+      bool ok = !w.failed;
+      if (!ok) {
+        newdelta = delta / 8;
+        order = 1;
+      } else {
+        charges(w, rr, w.gpole, ctx.hist, ctx.q);
+        integ.finish(ctx);
+        if (!first) {
+          newdelta = std::min(2 * delta, integ.lte_step(o, Integration::Trapezoidal, order));
+          if (newdelta > 0.9 * delta) {
+            if (order == 1) {
+              order = 2;
+              newdelta = std::min(2 * delta, integ.lte_step(o, Integration::Trapezoidal, 2));
+              if (newdelta <= 1.05 * delta) order = 1;
+            }
+          } else {
+            ok = false;
+          }
+        }
+      }
+      if (ok) {
+        delta = newdelta;
+        break;
+      }
+      w.x = x1;
+      w.lim = lim1;
+      ++rejected;
+      hits_break = false;
+      const double olddelta = delta;
+      delta = newdelta;
+      if (delta <= hmin) {
+        if (olddelta > hmin) {
+          delta = hmin;
+        } else {
+          return Status::numerical(fmt::format("network transient of sample {}: time step too small at {:.6g} s{}",
+                                               sample, t, w.failed ? " (the step's sweeps did not converge)" : ""));
+        }
+      }
+    }
+    const double step = tn - t;
+    t = tn;
+    for (int s = 0; s < n_states; ++s) icap[s] = ctx.ag0 * ctx.q[s] + ctx.hist[s];
+    integ.accept();
+    x2 = std::move(x1);
+    x1 = w.x;
+    lim1 = w.lim;
+    h1 = step;
+    first = false;
+    ++accepted;
+    // Energies: this point's powers integrated with the step's rule.
+    double pw[kNumEnergyParts], e[kNumEnergyParts];
+    powers(w, ramp(t), icap.data(), pw);
+    for (int p = 0; p < kNumEnergyParts; ++p) {
+      e[p] = integ.integrate(e_prev[p], e_prev2[p], pw[p], pw_prev[p]);
+      e_prev2[p] = e_prev[p];
+      e_prev[p] = e[p];
+      pw_prev[p] = pw[p];
+    }
+    record(w, t, e);
+    at_break = t >= bp;
+    if (at_break) bp = std::numeric_limits<double>::infinity();
+    if (!near_final(w, band, true)) last_out = t;
+    if (t >= tr && t >= 2 * last_out && near_final(w, 0.1 * band, false)) break;
+    if (t > t_limit || accepted >= to_.max_points)
+      return Status::numerical(fmt::format("network transient of sample {}: the outputs have not settled by {:.4g} s "
+                                           "({} time points)", sample, t, accepted));
+  }
+
+  // ---- settling time, energies there, classes (as energy.cpp reads the engine's waveforms) ----
+  const size_t np = T.size();
+  double settle = 0;
+  for (int j = 0; j < nout; ++j) {
+    // The final value: the DC solution of the new input (the engine takes the value at its last time point, at
+    // least twice the settling time; the run here stops nearer, so its last point is a poorer stand-in).
+    const double fin = wfin.x[L - 1][static_cast<size_t>(j) * lr[L - 1].n + fl.kernel.L.y];
+    for (size_t k = np - 1; k-- > 0;) {
+      const double vk = Y[k * nout + j], vk1 = Y[(k + 1) * nout + j];
+      if (std::fabs(vk - fin) <= band) continue;
+      const double d0 = std::fabs(vk - fin), d1 = std::fabs(vk1 - fin);
+      const double wgt = d0 > d1 ? (d0 - band) / (d0 - d1) : 1.0;
+      settle = std::max(settle, T[k] + wgt * (T[k + 1] - T[k]));
+      break;
+    }
+  }
+  out.settle_s = settle;
+  out.tstop_s = t;
+  out.timepoints = accepted;
+  for (int p = 0; p < kNumEnergyParts; ++p) {
+    out.energy_parts_j[p] = interp(T, E, kNumEnergyParts, p, settle);
+    out.energy_j += out.energy_parts_j[p];
+  }
+  auto class_at = [&](double ts) {
+    int best = 0;
+    long best_code = -1;
+    for (int j = 0; j < nout; ++j) {
+      const long k = adc_code(hw, L - 1, j, interp(T, Y, nout, j, ts));
+      if (k > best_code) {
+        best_code = k;
+        best = j;
+      }
+    }
+    return best;
+  };
+  out.cls = class_at(t);
+  for (double ts : sample_times) out.cls_at.push_back(class_at(ts));
+  for (size_t k = 0; k < np; ++k) {
+    const int c = class_at(T[k]);
+    if (out.class_v.empty() || c != out.class_v.back()) {
+      out.class_t.push_back(T[k]);
+      out.class_v.push_back(c);
+    }
+  }
+  if (opt.keep_waveforms) {
+    out.t = T;
+    out.y.assign(nout, std::vector<double>(np));
+    for (size_t k = 0; k < np; ++k)
+      for (int j = 0; j < nout; ++j) out.y[j][k] = Y[k * nout + j];
+  }
+  (void)rejected;
+  out.seconds = std::chrono::duration<double>(Clock::now() - clock0).count();
+  return {};
+}
+
+}  // namespace anasim::nn

@@ -1,0 +1,56 @@
+// The network transient's fast path (issue 12): the mapped circuit of one input stepped in time on the port-reduced
+// arrays instead of the full netlist, for settling time, energy by component and classes over a whole test set.
+//
+// Model. Each row block of crossbar tiles (cells, wires, driver/sink and DAC output resistances, wire capacitance
+// cwire per segment) is the multiport i = Y v + C1 dv/dt at its ports (DAC sources, free rows, columns): Y the exact
+// DC port admittance and C1 = dY/ds at s = 0, the exact first moment, computed by the same CHOLMOD port reduction
+// (nn/port_reduction.hpp). It treats the arrays' interior as following their ports quasi-statically, which is exact
+// to first order in frequency: the error is of the order of the lines' own RC delay (at most ~0.5 ns for a 1,570-row
+// column of 1-ohm, 0.2-fF segments) against the op-amps' settling (tens of ns and more). The periphery is the DC
+// path's kernel (nn/periphery_kernel.hpp) with the level-2 pole capacitors as states; the DACs are the PWL edges of
+// build_netlist's TranSpec (0 -> dac_tr, from the previous or reset codes to the sample's codes).
+//
+// Integration. The engine's own Integrator (engine/integrator.hpp: trapezoidal with backward-Euler starts, the SPICE
+// charge LTE, the same step control as the engine's .tran: breakpoint at dac_tr, order rise, rejection by 8) over
+// the states: pole charges, column and row port charges C1 v. Each step is solved by the DC path's Gauss-Seidel
+// sweeps (nn/fast_sweeps.cpp) warm-started from the predictor, with the companion admittances Y + ag0 C1 in place
+// of Y. Energies are the components' absorbed powers (the same grouping as energy.hpp), integrated with the
+// integrator's rule. The run ends when every layer's outputs are within a tenth of the last layer's half-LSB band
+// of the DC solution of the new input and the time is at least twice the last exit from the band.
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "nn/energy.hpp"
+#include "nn/fast_eval.hpp"
+
+namespace anasim::nn {
+
+// Truncation-error control of the fast path (the engine's .options of the same names).
+struct FastTranOptions {
+  double reltol = 1e-5;   // relative LTE tolerance (the engine's transient netlist uses 1e-7: far more steps)
+  double abstol = 1e-15;  // [A]
+  double chgtol = 1e-14;  // [C]
+  double trtol = 7.0;
+  long max_points = 1'000'000;  // accepted time points per image before giving up
+};
+
+class FastTransient {
+ public:
+  // Per trial: the DC port admittances and the capacitance moments of every row block. `hw` must outlive use.
+  Status prepare(const HardwareInstance& hw, const FastOptions& fo = {}, const FastTranOptions& to = {});
+
+  // One input, as image_transient (energy.hpp) computes it through the engine: codes are the sample's DAC codes
+  // (every DAC layer), from the codes before the step (used with opt.from_previous; else reset: input code 0).
+  // opt.tstop (0 = default_tstop) / opt.points is the largest step. Thread-safe (const).
+  Status run(const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample, const TransientOptions& opt,
+             const std::vector<double>& sample_times, ImageTransient& out) const;
+
+  FastEvaluator& dc() { return fe_; }
+
+ private:
+  FastEvaluator fe_;
+  FastTranOptions to_;
+  const HardwareInstance* hw_ = nullptr;
+};
+
+}  // namespace anasim::nn

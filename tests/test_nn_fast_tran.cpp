@@ -1,0 +1,103 @@
+// Tests for nn/fast_tran.cpp, the network transient's fast path: on small networks (analog and hybrid mode, level-2
+// op-amps, wires with capacitance, DAC output resistance) its settling time, energy and energy breakdown equal the
+// engine's transient of the full mapped netlist (nn/energy.cpp image_transient) image by image.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+#include <fmt/format.h>
+#include "nn/energy.hpp"
+#include "nn/fast_eval.hpp"
+#include "nn/fast_tran.hpp"
+#include "nn/hardware.hpp"
+#include "nn_test_support.hpp"
+
+using namespace anasim;
+using namespace anasim::nn;
+using namespace anasim::nn_test;
+
+namespace {
+
+struct Setup {
+  Mlp net;
+  MatrixRf x;
+  HardwareConfig cfg = default_hardware_config();
+  MappedNetwork map;
+  HardwareInstance hw;
+  FastTransient ft;
+  Setup(const std::vector<int>& sizes, MappingMode mode, int images) {
+    REQUIRE(make_mlp(sizes, 3, net).ok());
+    Rng rng(5);
+    for (auto& l : net.layers)
+      for (int j = 0; j < l.bias.size(); ++j) l.bias(j) = 0.05 * rng.normal();
+    x = code_inputs(images, sizes[0], 5);
+    cfg.mode = mode;
+    cfg.tile_rows = 24;
+    cfg.tile_cols = 8;
+    cfg.dac_rout = 50;
+    cfg.calib_samples = images;
+    REQUIRE(set_hardware_param(cfg, "opamp.level", "2").ok());
+    REQUIRE(map_network(net, cfg, x, map).ok());
+    realize(map, cfg.seed, 0, hw);
+    FastTranOptions to;
+    if (const char* e = std::getenv("ANASIM_FAST_TRAN_RELTOL")) to.reltol = std::atof(e);
+    REQUIRE(ft.prepare(hw, {}, to).ok());
+  }
+  LayerCodes codes(int k) {
+    std::vector<LayerVoltages> fv;
+    LayerCodes c;
+    REQUIRE(ft.dc().evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
+    return c;
+  }
+};
+
+// Fast path against the engine on `n` images stepping from the previous one (image 0 from reset).
+void compare(Setup& s, int n, double tstop) {
+  LayerCodes prev;
+  double worst_e = 0, worst_t = 0;
+  for (int k = 0; k < n; ++k) {
+    const LayerCodes c = s.codes(k);
+    TransientOptions opt;
+    opt.from_previous = true;
+    opt.tstop = tstop;
+    ImageTransient ref, fast;
+    Status st = image_transient(s.hw, c, prev, k, opt, {0.1 * tstop, 0.3 * tstop}, ref);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    opt.tstop = 0;
+    st = s.ft.run(c, prev, k, opt, {0.1 * tstop, 0.3 * tstop}, fast);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    const double de = std::fabs(fast.energy_j - ref.energy_j) / ref.energy_j;
+    const double dt = ref.settle_s > 0 ? std::fabs(fast.settle_s - ref.settle_s) / ref.settle_s : fast.settle_s;
+    MESSAGE(fmt::format("image {}: settle {:.6g} / {:.6g} s ({:.2e}), energy {:.6g} / {:.6g} J ({:.2e}), points {} / "
+                        "{}, {:.3f} / {:.3f} s", k, fast.settle_s, ref.settle_s, dt, fast.energy_j, ref.energy_j, de,
+                        fast.timepoints, ref.timepoints, fast.seconds, ref.seconds));
+    for (int p = 0; p < kNumEnergyParts; ++p)
+      MESSAGE(fmt::format("  {}: {:.6g} / {:.6g}", energy_part_name(p), fast.energy_parts_j[p], ref.energy_parts_j[p]));
+    CHECK(de <= 1e-3);
+    CHECK(dt <= 1e-2);
+    CHECK(fast.cls == ref.cls);
+    CHECK(fast.cls_at == ref.cls_at);
+    worst_e = std::max(worst_e, de);
+    worst_t = std::max(worst_t, dt);
+    prev = c;
+  }
+  MESSAGE(fmt::format("worst relative difference over {} images: energy {:.2e}, settling time {:.2e}", n, worst_e,
+                      worst_t));
+}
+
+int images_from_env(int dflt) {
+  const char* e = std::getenv("ANASIM_FAST_TRAN_IMAGES");
+  return e ? std::atoi(e) : dflt;
+}
+
+}  // namespace
+
+TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (analog, 24-8-4)") {
+  Setup s({24, 8, 4}, MappingMode::Analog, 24);
+  compare(s, images_from_env(20), 10e-6);
+}
+
+TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (hybrid, 24-8-4)") {
+  Setup s({24, 8, 4}, MappingMode::Hybrid, 24);
+  compare(s, images_from_env(6), 10e-6);
+}
