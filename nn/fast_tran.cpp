@@ -338,8 +338,11 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   }
 
   const double tstop_nominal = opt.tstop > 0 ? opt.tstop : default_tstop(cfg, L);
-  const double tmax = tstop_nominal / std::max(10, opt.points);
-  const double hmin = 1e-11 * tmax;
+  // Steps: at most the engine's tmax (tstop / points) where an output crosses the edge of its settling band (the
+  // settling time is interpolated linearly there, as the engine does), step_factor times that elsewhere.
+  const double h_fine = tstop_nominal / std::max(10, opt.points);
+  const double tmax = to_.step_factor * h_fine;
+  const double hmin = 1e-11 * h_fine;
   const double t_limit = 64 * tstop_nominal;
 
   // Recorded per accepted point: time, last-layer outputs, cumulative energies by part.
@@ -439,6 +442,18 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
             }
           } else {
             ok = false;
+          }
+        }
+        // An output crossing its band edge within a coarse step: redo the step finely.
+        if (ok && delta > 1.01 * h_fine) {
+          const Layout& Lo = fl.kernel.L;
+          for (int j = 0; j < lr[L - 1].C && ok; ++j) {
+            const size_t oj = static_cast<size_t>(j) * lr[L - 1].n + Lo.y;
+            const double fin = wfin.x[L - 1][oj];
+            if ((std::fabs(x1[L - 1][oj] - fin) <= band) != (std::fabs(w.x[L - 1][oj] - fin) <= band)) {
+              ok = false;
+              newdelta = h_fine;
+            }
           }
         }
       }

@@ -39,9 +39,7 @@ struct Setup {
     REQUIRE(set_hardware_param(cfg, "opamp.level", "2").ok());
     REQUIRE(map_network(net, cfg, x, map).ok());
     realize(map, cfg.seed, 0, hw);
-    FastTranOptions to;
-    if (const char* e = std::getenv("ANASIM_FAST_TRAN_RELTOL")) to.reltol = std::atof(e);
-    REQUIRE(ft.prepare(hw, {}, to).ok());
+    REQUIRE(ft.prepare(hw).ok());
   }
   LayerCodes codes(int k) {
     std::vector<LayerVoltages> fv;
