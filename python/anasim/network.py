@@ -179,6 +179,17 @@ class Network:
         (default: the images themselves; pass the training split to match the command line's numbers)."""
         return self.map(hardware, images if calib is None else calib).evaluate(images, labels, outputs)
 
+    def energy(self, images, labels, hardware=None, calib=None, from_previous=False, tstop=0.0, engine=False):
+        """`anasim nn energy`: the mapped circuit's transient per image (the input DACs step at t = 0 from reset, or
+        from the previous image). Returns a dict of NumPy arrays per image (latency [s], energy [J], energy_parts
+        [J] by component, classes, timepoints) and the summary (accuracy, latency_mean/p99, energy_mean/p99,
+        energy_breakdown, macs, tops, tops_per_w, sample_times [s] with accuracy_at, shortest_sample_time).
+        engine=True: the engine's transient of the full netlist per image (the slow reference)."""
+        hw = hardware or Hardware()
+        x = _images(images)
+        return _anasim.energy(self.layers, hw.config, hw.overrides, x, np.asarray(labels, dtype=np.int64).tolist(),
+                              x if calib is None else _images(calib), bool(from_previous), float(tstop), bool(engine))
+
     def monte_carlo(self, images, labels, hardware=None, calib=None, trials=10, seed=1, sweep=None):
         """`anasim nn mc`: accuracy over `trials` mismatch draws of `seed` per sweep point. sweep: "sigma_g=0,0.05",
         ("sigma_g", [0, 0.05]) or {"sigma_g": [0, 0.05]}. Returns McAccuracy (fractions)."""

@@ -6,6 +6,7 @@
 #include "devices/registry.hpp"
 #include "engine/simulate.hpp"
 #include "nn/dataset.hpp"
+#include "nn/energy.hpp"
 #include "nn/evaluate.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
@@ -281,6 +282,63 @@ Layers layers_of(const Mlp& net) {
 }
 
 // `anasim nn mc`: accuracy per trial and sweep point (fractions), with the summary statistics per point.
+// `anasim nn energy` over a batch (nn/energy.hpp run_energy): per-image arrays and the summary.
+py::dict energy(const Layers& layers, const std::string& config, const Overrides& overrides, const ImagesF& images,
+                const std::vector<int>& labels, const ImagesF& calib, bool from_previous, double tstop, bool engine) {
+  const Mlp net = mlp_from(layers);
+  const HardwareConfig cfg = config_from(config, overrides);
+  Dataset test;
+  test.images = images_from(images);
+  test.labels = labels;
+  if (static_cast<long>(labels.size()) != test.images.rows())
+    raise_if_failed(Status::input("labels and images differ in count"));
+  check_pixels(test.images, net.inputs(), "images");
+  const MatrixRf cal = images_from(calib, cfg.calib_samples);
+  check_pixels(cal, net.inputs(), "calibration images");
+  if (!(tstop >= 0)) raise_if_failed(Status::input("tstop must be >= 0 (0 = automatic)"));
+  TransientOptions opt;
+  opt.from_previous = from_previous;
+  opt.tstop = tstop;
+  opt.engine = engine;
+  EnergyReport rep;
+  raise_if_failed(without_gil([&] { return run_energy(net, cfg, cal, test, 0, opt, rep); }));
+  std::vector<double> latency, energy_j, points;
+  std::vector<long> classes;
+  std::vector<std::vector<double>> parts(kNumEnergyParts);
+  for (const ImageTransient& im : rep.images) {
+    latency.push_back(im.settle_s);
+    energy_j.push_back(im.energy_j);
+    points.push_back(static_cast<double>(im.timepoints));
+    classes.push_back(im.cls);
+    for (int p = 0; p < kNumEnergyParts; ++p) parts[p].push_back(im.energy_parts_j[p]);
+  }
+  py::dict by_part, mean_part;
+  for (int p = 0; p < kNumEnergyParts; ++p) {
+    by_part[energy_part_name(p)] = to_array(parts[p]);
+    mean_part[energy_part_name(p)] = rep.energy_parts_mean_j[p];
+  }
+  py::dict d;
+  d["latency"] = to_array(latency);
+  d["energy"] = to_array(energy_j);
+  d["energy_parts"] = by_part;
+  d["classes"] = to_array(std::vector<double>(classes.begin(), classes.end()));
+  d["timepoints"] = to_array(points);
+  d["accuracy"] = rep.accuracy;
+  d["latency_mean"] = rep.latency_mean_s;
+  d["latency_p99"] = rep.latency_p99_s;
+  d["energy_mean"] = rep.energy_mean_j;
+  d["energy_p99"] = rep.energy_p99_j;
+  d["energy_breakdown"] = mean_part;
+  d["macs"] = rep.macs;
+  d["tops"] = rep.tops;
+  d["tops_per_w"] = rep.tops_per_w;
+  d["sample_times"] = to_array(rep.sample_times_s);
+  d["accuracy_at"] = to_array(rep.accuracy_at);
+  d["shortest_sample_time"] = rep.shortest_sample_time_s;
+  d["seconds"] = rep.seconds;
+  return d;
+}
+
 py::dict monte_carlo(const Layers& layers, const std::string& config, const Overrides& overrides,
                      const ImagesF& images, const std::vector<int>& labels, const ImagesF& calib, int trials,
                      unsigned long long seed, const std::string& sweep) {
@@ -397,6 +455,9 @@ void bind_networks(py::module_& m) {
       .def("crossbar", &Accelerator::crossbar, py::arg("layer"), py::arg("tile"), py::arg("image"),
            py::arg("sample"), py::arg("ir_drop"))
       .def("info", &Accelerator::info);
+  m.def("energy", &energy, py::arg("layers"), py::arg("config"), py::arg("overrides"), py::arg("images"),
+        py::arg("labels"), py::arg("calib"), py::arg("from_previous"), py::arg("tstop"), py::arg("engine"),
+        "`anasim nn energy`: per-image settling time, energy, energy by component and class; the summary.");
   m.def("monte_carlo", &monte_carlo, py::arg("layers"), py::arg("config"), py::arg("overrides"), py::arg("images"),
         py::arg("labels"), py::arg("calib"), py::arg("trials"), py::arg("seed"), py::arg("sweep"),
         "`anasim nn mc`: per-trial accuracies (sweep points x trials) and per-point statistics.");

@@ -90,6 +90,24 @@ def test_monte_carlo_equals_cli(mnist, cli, tmp_path):
     assert np.all(mc.accuracy > 0.9) and mc.digital_accuracy > 0.95
 
 
+def test_energy_summary_and_parts():
+    """Network.energy on a small network: per-image arrays, the breakdown summing to the energy, the summary."""
+    rng = np.random.default_rng(3)
+    layers = [(rng.normal(0, 0.3, (6, 12)), rng.normal(0, 0.05, 6)), (rng.normal(0, 0.3, (3, 6)), np.zeros(3))]
+    net = anasim.Network(layers)
+    x = (rng.integers(0, 256, (5, 12)) / 255.0).astype(np.float32)
+    y = np.arange(5) % 3
+    hw = anasim.Hardware(tile_rows=16, tile_cols=4, calib_samples=5)
+    r = net.energy(x, y, hw)
+    assert r["latency"].shape == (5,) and np.all(r["latency"] > 0) and np.all(r["energy"] > 0)
+    parts = sum(r["energy_parts"][k] for k in r["energy_parts"])
+    np.testing.assert_allclose(parts, r["energy"], rtol=1e-12)
+    assert r["macs"] == 12 * 6 + 6 * 3 and len(r["sample_times"]) == 20
+    assert r["tops"] == pytest.approx(2 * r["macs"] / r["latency_mean"] / 1e12)
+    with pytest.raises(anasim.InputError, match="tstop"):
+        net.energy(x, y, hw, tstop=-1)
+
+
 def test_hardware_errors():
     net = anasim.Network([(np.eye(4), np.zeros(4)), (np.ones((2, 4)), np.zeros(2))])
     x = np.random.default_rng(0).random((8, 4), dtype=np.float32)
