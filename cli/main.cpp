@@ -5,13 +5,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fcntl.h>
+#include <filesystem>
 #include <new>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include "cli/nn_commands.hpp"
 #include "devices/registry.hpp"
+#include "engine/checkpoint.hpp"
 #include "engine/circuit.hpp"
+#include "engine/distribute.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/export_spice.hpp"
 #include "engine/montecarlo.hpp"
@@ -85,13 +89,16 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
 
 void print_mc(const McResults& mc) {
   fmt::print("  monte carlo: {} trials, seed {}, {:.3f} s\n", mc.trials, mc.seed, mc.seconds);
+  if (dist::size() > 1)
+    fmt::print("  {} MPI ranks, {:.0f} bytes per trial between ranks\n", dist::size(),
+               dist::bytes_exchanged() / mc.trials);
   fmt::print("  {:<32} {:>14} {:>12} {:>14} {:>14}\n", "measurement", "mean", "std", "min", "max");
   for (const auto& m : mc.measurements)
     fmt::print("  {:<32} {:>14.6g} {:>12.4g} {:>14.6g} {:>14.6g} {}\n", m.name, m.mean, m.std, m.min, m.max, m.unit);
 }
 
 int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std::string& h5, const std::string& csv,
-            int mc_trials, unsigned long long seed, bool power) {
+            int mc_trials, unsigned long long seed, bool power, const std::string& checkpoint) {
   auto t0 = std::chrono::steady_clock::now();
   ParsedNetlist pn;
   FlatNetlist fn;
@@ -102,8 +109,17 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   RunResults r;
   std::unique_ptr<Circuit> circuit;
   if (Status st = simulate(fn, builtin_catalog(), r, &circuit); !st) return report(st);
-  if (mc_trials > 0)
-    if (Status st = run_monte_carlo(pn, builtin_catalog(), mc_trials, seed, r.mc); !st) return report(st);
+  if (mc_trials > 0) {
+    McRunOptions mo;
+    mo.checkpoint = checkpoint;
+    mo.identity.add("netlist", fmt::format("{} ({})", std::filesystem::path(file).filename().string(),
+                                           file_digest(file)));
+    if (Status st = run_monte_carlo(pn, builtin_catalog(), mc_trials, seed, r.mc, mo); !st) return report(st);
+  }
+  if (!dist::is_root()) {  // rank 0 writes the outputs and prints the summary
+    dist::finalize();
+    std::_Exit(0);
+  }
   const double t_sim = since(t1);
   t1 = std::chrono::steady_clock::now();
   if (!h5.empty()) {
@@ -119,6 +135,7 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   // closed pipe is still an error.
   const int rc = report(finish_stdout());
   std::fflush(stderr);
+  dist::finalize();
   std::_Exit(rc);
 }
 
@@ -181,6 +198,11 @@ static int run_command(int argc, char** argv) {
     bool power = false;
     run->add_flag("--power", power, "power probes p(...) in every op, dc and tran, energies e(...) in tran "
                                     "(as .options power)");
+    std::string checkpoint;
+    run->add_option("--checkpoint", checkpoint, "with --mc: HDF5 file rewritten after every round of trials; a "
+                                                "rerun with the same arguments resumes from it");
+    bool progress = false;
+    run->add_flag("--progress", progress, "Monte Carlo progress and ETA on stderr also when it is not a terminal");
     run->add_option("--data", data_dir,
                     "data sets for nn_eval / nn_mc analyses (default: $ANASIM_DATA, then standard places)");
     auto* exp = app.add_subcommand("export", "write a netlist as a flat ngspice deck");
@@ -195,7 +217,10 @@ static int run_command(int argc, char** argv) {
       return rc == 0 ? 0 : 2;
     }
     const AnalysisCatalog analyses = analysis_catalog(data_dir);
-    if (*run) return cmd_run(file, analyses, h5, csv, mc_trials, seed, power);
+    if (progress) dist::set_progress(dist::ProgressMode::Always);
+    if (*run && !checkpoint.empty() && mc_trials == 0)
+      return report(Status::input("--checkpoint needs --mc N (a checkpoint holds Monte Carlo trials)"));
+    if (*run) return cmd_run(file, analyses, h5, csv, mc_trials, seed, power, checkpoint);
     if (*exp) return cmd_export(file, analyses, spice_out);
     if (*dev) return cmd_devices();
     if (const int rc = run_nn(); rc >= 0) return rc;
@@ -209,15 +234,22 @@ static int run_command(int argc, char** argv) {
 }
 
 // The command's exit code; printed results (--json, summaries) lost to a full disk or a closed pipe make it fail.
+// Under mpirun every rank runs the command (the Monte Carlo drivers share out their trials); rank 0 alone prints
+// and writes, and a failure on any rank ends every rank (dist::fail) instead of leaving the others waiting.
 int main(int argc, char** argv) {
+  dist::init(&argc, &argv);
+  if (!dist::is_root())
+    if (const int devnull = ::open("/dev/null", O_WRONLY); devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
   int rc = 1;
   try {
     rc = run_command(argc, argv);
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "error: out of memory (the netlist, an analysis's results or a data set needs more memory than "
                        "is available; reduce the number of points, devices or samples)\n");
-    return 1;
+    return dist::fail(1);
   }
   if (Status st = finish_stdout(); !st && rc == 0) rc = report(st);
+  if (rc != 0) return dist::fail(rc);
+  dist::finalize();
   return rc;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 #include <iterator>
 #include <omp.h>
 #include <unistd.h>
+#include "engine/checkpoint.hpp"
+#include "engine/distribute.hpp"
 #include "engine/export_spice.hpp"
 #include "engine/output_file.hpp"
 #include "nn/dataset.hpp"
@@ -67,6 +70,8 @@ struct NnArgs {
   int mc_trials = 10;
   unsigned long long mc_seed = 1;
   std::string sweep;                   // mc: PARAM=v1,v2,...
+  std::string checkpoint;              // mc: checkpoint file (resume from it when present)
+  bool progress = false;               // mc: progress on stderr also when it is not a terminal
   std::string data_dir;                // --data
   std::string dataset = "mnist";       // --dataset
   std::string output;                  // -o
@@ -410,20 +415,25 @@ int cmd_mc(const NnArgs& a) {
   o.samples = a.samples;
   if (!a.sweep.empty())
     if (Status st = parse_mc_sweep(a.sweep, h.cfg, o); !st) return report(st);
+  o.checkpoint = a.checkpoint;
+  o.identity.add("hardware", fmt::format("{} ({}), {} mode", std::filesystem::path(a.config).filename().string(),
+                                         file_digest(a.config), mode_name(h.cfg.mode)));
+  if (a.progress) dist::set_progress(dist::ProgressMode::Always);
   McReport r;
-  const bool tty = isatty(fileno(stderr));
-  auto progress = [&](int done, int total, double secs) {
-    const double eta = done > 0 ? secs / done * (total - done) : 0.0;
-    const int width = 30, fill = total > 0 ? width * done / total : width;
-    fmt::print(stderr, "{}[{}{}] {}/{} trials, {:.1f} s, ETA {:.1f} s{}", tty ? "\r" : "", std::string(fill, '#'),
-               std::string(width - fill, '.'), done, total, secs, eta, tty ? (done == total ? "\n" : "") : "\n");
-    std::fflush(stderr);
-  };
-  Status st = run_mc(h.net, h.cfg, h.calib(), h.test, o, r, progress);
+  Status st = run_mc(h.net, h.cfg, h.calib(), h.test, o, r);
   if (!st) return report(st);
-  fmt::print("Monte Carlo: model {}, hardware {} ({} mode), {} trials x {} test images, seed {}, {} threads\n",
-             a.model, a.config, mode_name(h.cfg.mode), o.trials, r.samples, o.seed, omp_get_max_threads());
+  if (!dist::is_root()) return 0;  // rank 0 prints and writes the results
+  const std::string ranks = dist::size() > 1 ? fmt::format("{} MPI ranks x ", dist::size()) : "";
+  fmt::print("Monte Carlo: model {}, hardware {} ({} mode), {} trials x {} test images, seed {}, {}{} threads\n",
+             a.model, a.config, mode_name(h.cfg.mode), o.trials, r.samples, o.seed, ranks, omp_get_max_threads());
   fmt::print("digital accuracy {}; {:.2f} s per trial\n", percent(r.digital_accuracy), r.seconds_per_trial);
+  if (r.resumed > 0)
+    fmt::print("resumed {} of {} trials from the checkpoint {}\n", r.resumed,
+               static_cast<long>(o.trials) * static_cast<long>(r.points.size()), o.checkpoint);
+  if (dist::size() > 1) {
+    const double trials = static_cast<double>(o.trials) * static_cast<double>(r.points.size());
+    fmt::print("communication: {:.0f} bytes per trial between ranks\n", dist::bytes_exchanged() / trials);
+  }
   const std::string pname = o.sweep_param.empty() ? "point" : o.sweep_param;
   fmt::print("{:>16} {:>9} {:>8} {:>9} {:>9}\n", pname, "mean", "std", "min", "p5");
   for (const auto& p : r.points)
@@ -541,6 +551,9 @@ std::function<int()> add_nn_commands(CLI::App& app) {
   m->add_option("--samples", a->samples, "test images per trial (0 = all)")->capture_default_str();
   m->add_option("--sweep", a->sweep, "PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep");
   m->add_option("-o,--output", a->output, "write the per-trial accuracies to this HDF5 file");
+  m->add_option("--checkpoint", a->checkpoint,
+                "HDF5 file rewritten after every round of trials; a rerun with the same arguments resumes from it");
+  m->add_flag("--progress", a->progress, "progress and ETA on stderr also when it is not a terminal");
 
   a->energy = nn->add_subcommand("energy", "latency and energy per inference from the transient of the mapped circuit");
   CLI::App* en = a->energy;

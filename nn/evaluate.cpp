@@ -13,6 +13,7 @@
 #include "devices/dac.hpp"
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
+#include "engine/distribute.hpp"
 #include "engine/newton.hpp"
 #include "engine/output_hdf5.hpp"
 #include "nn/model_io.hpp"
@@ -242,8 +243,55 @@ Status parse_mc_sweep(const std::string& text, const HardwareConfig& cfg, McOpti
   return {};
 }
 
+namespace {
+
+// The parts of run_mc's checkpoint identity that it knows itself: arguments, model weights, images, version.
+RunIdentity mc_identity(const Mlp& net, const MatrixRf& calib, const Dataset& test, int n, const McOptions& opt) {
+  RunIdentity id = opt.identity;
+  id.add("command", "nn mc");
+  id.add("arguments", fmt::format("trials={} seed={} samples={} sweep={}", opt.trials, opt.seed, n,
+                                  opt.sweep_param.empty() ? "none"
+                                                          : opt.sweep_param + "=" + fmt::format("{}", fmt::join(opt.sweep_values, ","))));
+  std::string w;
+  for (const auto& l : net.layers) {
+    w.append(reinterpret_cast<const char*>(l.weight.data()), l.weight.size() * sizeof(*l.weight.data()));
+    w.append(reinterpret_cast<const char*>(l.bias.data()), l.bias.size() * sizeof(*l.bias.data()));
+  }
+  id.add("model", fmt::format("{} weights, {}", fmt::join(net.sizes(), "-"), bytes_digest(w.data(), w.size())));
+  std::string d(reinterpret_cast<const char*>(test.images.data()),
+                static_cast<size_t>(n) * test.images.cols() * sizeof(float));
+  d.append(reinterpret_cast<const char*>(test.labels.data()), static_cast<size_t>(n) * sizeof(int));
+  d.append(reinterpret_cast<const char*>(calib.data()), calib.size() * sizeof(float));
+  id.add("data", fmt::format("{} test images, {} calibration images, {}", n, calib.rows(),
+                             bytes_digest(d.data(), d.size())));
+  id.add("version", binary_version());
+  return id;
+}
+
+// Mean, sample standard deviation, minimum and 5th percentile of a point's accuracies.
+void point_statistics(McPoint& pt) {
+  const auto& a = pt.accuracy;
+  const double m = a.empty() ? 0 : std::accumulate(a.begin(), a.end(), 0.0) / a.size();
+  double var = 0;
+  for (double q : a) var += (q - m) * (q - m);
+  pt.mean = m;
+  pt.std = a.size() > 1 ? std::sqrt(var / (a.size() - 1)) : 0.0;
+  std::vector<double> s = a;
+  std::sort(s.begin(), s.end());
+  pt.min = s.empty() ? 0 : s.front();
+  // 5th percentile, linear interpolation between order statistics.
+  if (!s.empty()) {
+    const double pos = 0.05 * static_cast<double>(s.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, s.size() - 1);
+    pt.p5 = s[lo] + (pos - static_cast<double>(lo)) * (s[hi] - s[lo]);
+  }
+}
+
+}  // namespace
+
 Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test,
-              const McOptions& opt, McReport& rep, const std::function<void(int, int, double)>& progress) {
+              const McOptions& opt, McReport& rep) {
   rep = McReport{};
   const auto t0 = Clock::now();
   const int n = opt.samples > 0 ? std::min(opt.samples, test.size()) : test.size();
@@ -251,20 +299,30 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
   rep.digital_accuracy = accuracy_of(predict(net, test.images.topRows(n)), test.labels, n);
   std::vector<std::string> values = opt.sweep_values;
   if (opt.sweep_param.empty()) values = {""};
-  const int total = static_cast<int>(values.size()) * opt.trials;
-  int done = 0;
+  const long total = static_cast<long>(values.size()) * opt.trials;  // item = point * trials + trial
+  dist::ItemTable table(total);                                        // [item] -> {accuracy}
+  RunIdentity id;
+  if (!opt.checkpoint.empty()) {
+    id = mc_identity(net, calib, test, n, opt);
+    if (dist::is_root())
+      if (Status st = load_checkpoint(opt.checkpoint, id, table, &rep.resumed); !st) return st;
+  }
   FastEvaluator fe;
-  for (const std::string& v : values) {
-    McPoint pt;
-    pt.param = opt.sweep_param;
-    pt.value = v;
-    const auto tp = Clock::now();
-    HardwareConfig c = cfg;
-    if (!opt.sweep_param.empty())
-      if (Status st = set_hardware_param(c, opt.sweep_param, v); !st) return st;
-    MappedNetwork map;
-    if (Status st = map_network(net, c, calib, map); !st) return st;
-    for (int t = 0; t < opt.trials; ++t) {
+  MappedNetwork map;
+  long mapped = -1;  // the sweep point `map` is for
+  auto compute = [&](const std::vector<long>& items, std::vector<std::vector<double>>& out) -> Status {
+    for (size_t k = 0; k < items.size(); ++k) {
+      const long p = items[k] / opt.trials;
+      const int t = static_cast<int>(items[k] % opt.trials);
+      const std::string& v = values[p];
+      if (p != mapped) {
+        HardwareConfig c = cfg;
+        if (!opt.sweep_param.empty())
+          if (Status st = set_hardware_param(c, opt.sweep_param, v); !st) return st;
+        mapped = -1;
+        if (Status st = map_network(net, c, calib, map); !st) return st;
+        mapped = p;
+      }
       HardwareInstance hw;
       realize(map, opt.seed, t, hw);
       if (Status st = fe.prepare(hw); !st) return st;
@@ -275,31 +333,25 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
         return Status::numerical(fmt::format("trial {}{}: the fast evaluator did not converge on {} images", t,
                                              v.empty() ? "" : fmt::format(" ({}={})", opt.sweep_param, v),
                                              fe.stats().failures));
-      pt.accuracy.push_back(accuracy_of(cls, test.labels, n));
-      ++done;
-      if (progress) progress(done, total, since(t0));
+      out[k] = {accuracy_of(cls, test.labels, n)};
     }
-    const auto& a = pt.accuracy;
-    const double m = a.empty() ? 0 : std::accumulate(a.begin(), a.end(), 0.0) / a.size();
-    double var = 0;
-    for (double q : a) var += (q - m) * (q - m);
-    pt.mean = m;
-    pt.std = a.size() > 1 ? std::sqrt(var / (a.size() - 1)) : 0.0;
-    std::vector<double> s = a;
-    std::sort(s.begin(), s.end());
-    pt.min = s.empty() ? 0 : s.front();
-    // 5th percentile, linear interpolation between order statistics.
-    if (!s.empty()) {
-      const double pos = 0.05 * static_cast<double>(s.size() - 1);
-      const size_t lo = static_cast<size_t>(std::floor(pos));
-      const size_t hi = std::min(lo + 1, s.size() - 1);
-      pt.p5 = s[lo] + (pos - static_cast<double>(lo)) * (s[hi] - s[lo]);
-    }
-    pt.seconds = since(tp);
+    return {};
+  };
+  auto after_round = [&](const dist::ItemTable& t) -> Status {
+    return opt.checkpoint.empty() || !dist::is_root() ? Status{} : save_checkpoint(opt.checkpoint, id, t);
+  };
+  if (Status st = dist::run_items(table, 1, compute, after_round, "trials"); !st) return st;
+  for (size_t p = 0; p < values.size(); ++p) {
+    McPoint pt;
+    pt.param = opt.sweep_param;
+    pt.value = values[p];
+    for (int t = 0; t < opt.trials; ++t) pt.accuracy.push_back(table.values[p * opt.trials + t].at(0));
+    point_statistics(pt);
     rep.points.push_back(std::move(pt));
   }
   rep.seconds = since(t0);
   rep.seconds_per_trial = total > 0 ? rep.seconds / total : 0.0;
+  for (McPoint& pt : rep.points) pt.seconds = rep.seconds / static_cast<double>(rep.points.size());
   return {};
 }
 
@@ -308,20 +360,31 @@ Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptio
     H5::Exception::dontPrint();
     // Built in memory and written by one checked OutputFile (engine/output_hdf5.hpp).
     Hdf5Image image(rep.points.size() * (opt.trials + 8) * sizeof(double) + (1 << 16));
-    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, image.access());
+    // No modification times in the object headers: the same results give the same bytes (a resumed or MPI
+    // run's file equals the uninterrupted single-process one's).
+    H5::FileCreatPropList fcpl;
+    H5::DSetCreatPropList dcpl;
+    H5::PropList gcpl(H5P_GROUP_CREATE);
+    for (hid_t pl : {fcpl.getId(), dcpl.getId(), gcpl.getId()})
+      if (H5Pset_obj_track_times(pl, false) < 0) throw H5::PropListIException("write_mc_hdf5", "H5Pset_obj_track_times");
+    H5::H5File file(path, H5F_ACC_TRUNC, fcpl, image.access());
     {  // every object closed before the file is
-      H5::Group g = file.createGroup("/mc");
+      const hid_t gid = H5Gcreate2(file.getId(), "/mc", H5P_DEFAULT, gcpl.getId(), H5P_DEFAULT);
+      if (gid < 0) throw H5::GroupIException("write_mc_hdf5", "H5Gcreate2 /mc");
+      H5::Group g(gid);  // takes its own reference
+      H5Gclose(gid);
       const hsize_t np = rep.points.size(), nt = np ? rep.points[0].accuracy.size() : 0;
       std::vector<double> acc;
       for (const auto& p : rep.points) acc.insert(acc.end(), p.accuracy.begin(), p.accuracy.end());
       const hsize_t dims[2] = {np, nt};
-      H5::DataSet d = g.createDataSet("accuracy", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims));
+      H5::DataSet d = g.createDataSet("accuracy", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims), dcpl);
       d.write(acc.data(), H5::PredType::NATIVE_DOUBLE);
       auto vec = [&](const char* name, auto get) {
         std::vector<double> v;
         for (const auto& p : rep.points) v.push_back(get(p));
         const hsize_t n1[1] = {np};
-        g.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, n1)).write(v.data(), H5::PredType::NATIVE_DOUBLE);
+        g.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, n1), dcpl)
+            .write(v.data(), H5::PredType::NATIVE_DOUBLE);
       };
       vec("mean", [](const McPoint& p) { return p.mean; });
       vec("std", [](const McPoint& p) { return p.std; });

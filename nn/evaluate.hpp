@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include "engine/checkpoint.hpp"
 #include "nn/dataset.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
@@ -86,7 +87,8 @@ struct McPoint {
   std::string value;              // its value as given
   std::vector<double> accuracy;   // per trial
   double mean = 0, std = 0, min = 0, p5 = 0;
-  double seconds = 0;
+  double seconds = 0;             // [s] the run's time divided by the number of points (trials of all points
+                                  // are interleaved over the ranks)
 };
 
 struct McOptions {
@@ -95,6 +97,9 @@ struct McOptions {
   int samples = 0;                // test images per trial (0 = all)
   std::string sweep_param;        // --sweep PARAM=v1,v2,...
   std::vector<std::string> sweep_values;
+  std::string checkpoint;         // --checkpoint FILE: rewritten after every round of trials ("" = none)
+  RunIdentity identity;           // the caller's part of the checkpoint identity (the hardware file and mode);
+                                  // run_mc adds the arguments, the model's weights, the images and the version
 };
 
 struct McReport {
@@ -103,15 +108,19 @@ struct McReport {
   std::vector<McPoint> points;
   double seconds = 0;
   double seconds_per_trial = 0;
+  long resumed = 0;               // trials taken from the checkpoint instead of being run
 };
 
 // Parses a sweep "PARAM=v1,v2,..." into opt.sweep_param / opt.sweep_values and checks every value against
 // `cfg` (set_hardware_param on a copy), so a long run does not stop at its last point. Input errors.
 Status parse_mc_sweep(const std::string& text, const HardwareConfig& cfg, McOptions& opt);
 
-// Runs trials x sweep points. `progress(done, total, seconds_so_far)` (may be empty) is called after each trial.
+// Runs trials x sweep points, spread over MPI ranks when started by mpirun (engine/distribute.hpp; progress on
+// stderr as dist::set_progress says) with the same accuracies for any number of ranks and threads: a trial's
+// draws depend only on the seed and the trial number. Collective under MPI: every rank calls it and receives the
+// full report. With opt.checkpoint, trials already in the checkpoint are not run again.
 Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test,
-              const McOptions& opt, McReport& rep, const std::function<void(int, int, double)>& progress = {});
+              const McOptions& opt, McReport& rep);
 
 // Writes a Monte Carlo report to HDF5: /mc/accuracy (points x trials), per-point datasets and attributes.
 Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt);

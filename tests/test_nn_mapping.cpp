@@ -375,7 +375,7 @@ TEST_CASE("nn mapping: anasim nn eval, export-spice and mc on a small data set")
   CHECK(fs::file_size(dir / "deck.cir") > 1000);
   CHECK(fs::exists(dir / "deck.yaml"));
 
-  out = run("nn mc " + common + " --trials 2 --seed 7 --sweep sigma_g=0,0.1 -o '" + (dir / "mc.h5").string() + "'", rc);
+  out = run("nn mc " + common + " --trials 2 --seed 7 --progress --sweep sigma_g=0,0.1 -o '" + (dir / "mc.h5").string() + "'", rc);
   INFO(out);
   CHECK(rc == 0);
   CHECK(contains(out, "sigma_g"));

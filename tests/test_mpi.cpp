@@ -1,0 +1,262 @@
+// Monte Carlo over MPI ranks and checkpoints (engine/distribute.cpp, engine/checkpoint.cpp): `nn mc` and
+// `run --mc` on 2 ranks (mpirun --oversubscribe) give the single process's results; a run killed with SIGKILL after
+// its first checkpoint and started again gives byte-identical results; a checkpoint of another run is refused.
+// The MPI cases are skipped with a message when mpirun is absent or the build has no MPI.
+#include <doctest/doctest.h>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <H5Cpp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "engine/distribute.hpp"
+#include "nn/model_io.hpp"
+#include "nn_test_support.hpp"
+#include "test_support.hpp"
+
+using namespace anasim;
+using namespace anasim::nn_test;
+using test_support::contains;
+
+namespace {
+
+fs::path scratch(const std::string& name) { return test_support::scratch_dir("mpi", name); }
+
+// Runs a shell command line; its stdout and stderr together.
+std::string shell(const std::string& cmd, int& rc) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("anasim_mpi_test_{}.txt", ::getpid());
+  const int st = std::system(fmt::format("{} > '{}' 2>&1", cmd, out.string()).c_str());
+  rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  fs::remove(out);
+  return ss.str();
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The command prefix that starts anasim on 2 ranks, or "" (with a message) when this build or machine cannot.
+std::string mpirun_2() {
+  if (!dist::built_with_mpi()) {
+    MESSAGE("built without MPI (ANASIM_MPI off): skipping the 2-rank runs");
+    return "";
+  }
+  int rc = 0;
+  shell("command -v mpirun", rc);
+  if (rc != 0) {
+    MESSAGE("mpirun not found (install openmpi-bin): skipping the 2-rank runs");
+    return "";
+  }
+  // As root Open MPI wants both variables; 2 ranks on a machine with fewer free slots need --oversubscribe.
+  return fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
+                     "mpirun --oversubscribe -np 2 {}", ANASIM_BINARY);
+}
+
+// Every dataset under /mc of an `anasim run -o` file: path -> values.
+std::map<std::string, std::vector<double>> read_mc(const fs::path& file) {
+  std::map<std::string, std::vector<double>> out;
+  H5::H5File f(file.string(), H5F_ACC_RDONLY);
+  auto visit = [](hid_t obj, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    auto* m = static_cast<std::map<std::string, std::vector<double>>*>(data);
+    H5::DataSet d(H5Dopen2(obj, name, H5P_DEFAULT));
+    std::vector<double> v(d.getSpace().getSimpleExtentNpoints());
+    d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    (*m)[name] = std::move(v);
+    return 0;
+  };
+  H5::Group g = f.openGroup("/mc");
+  H5Ovisit2(g.getId(), H5_INDEX_NAME, H5_ITER_INC, visit, &out, H5O_INFO_BASIC);
+  return out;
+}
+
+// The tiny data set, 64-16-10 model and hardware file of the nn mc cases; returns the common arguments.
+std::string nn_setup(const fs::path& dir, double sigma = 0.05) {
+  const Mlp net = net_64_16_10();
+  write_tiny_mnist(dir, net);
+  nn::ModelInfo info;
+  REQUIRE(nn::save_model((dir / "m.h5").string(), net, info).ok());
+  std::ofstream f(dir / "hw.yaml");
+  f << "hardware:\n  tile_rows: 48\n  tile_cols: 8\n  calib_samples: 100\n  sigma_g: " << sigma << "\n";
+  return fmt::format("nn mc --model '{}' --config '{}' --data '{}'", (dir / "m.h5").string(),
+                     (dir / "hw.yaml").string(), dir.string());
+}
+
+const char* kDivider = R"(title: divider
+devices:
+  - {name: v1, type: v, nodes: [in, 0], dc: 1}
+  - {name: r1, type: r, nodes: [in, out], r: 10k, tol: 1%}
+  - {name: r2, type: r, nodes: [out, 0], r: {value: 10k, tol: 1%, dist: uniform}}
+  - {name: c1, type: c, nodes: [out, 0], c: {value: 1n, tol: 5%}}
+analyses:
+  - {type: op}
+  - {type: tran, tstep: 1u, tstop: 20u}
+)";
+
+}  // namespace
+
+TEST_CASE("mpi: nn mc on 2 ranks gives the single process's accuracies, byte for byte") {
+  const fs::path dir = scratch("nn_mc");
+  const std::string args = nn_setup(dir) + " --trials 5 --seed 7 --sweep sigma_g=0.05,0.2";
+  int rc = 0;
+  std::string one = run(args + " -o '" + (dir / "one.h5").string() + "'", rc);
+  INFO(one);
+  REQUIRE(rc == 0);
+  const std::string mpirun = mpirun_2();
+  if (mpirun.empty()) return;
+  std::string two = shell(mpirun + " " + args + " -o '" + (dir / "two.h5").string() + "'", rc);
+  INFO(two);
+  REQUIRE(rc == 0);
+  CHECK(contains(two, "2 MPI ranks"));
+  CHECK(contains(two, "bytes per trial"));
+  CHECK(read_bytes(dir / "one.h5") == read_bytes(dir / "two.h5"));
+  // The table (rank 0 prints it once) is the same.
+  const auto table = [](const std::string& s) {
+    const size_t a = s.find("sigma_g "), b = s.find("wrote");
+    return a == std::string::npos || b == std::string::npos ? std::string("(no table)") : s.substr(a, b - a);
+  };
+  CHECK(table(one) == table(two));
+}
+
+TEST_CASE("mpi: run --mc on 2 ranks gives the single process's trials") {
+  const fs::path dir = scratch("run_mc");
+  std::ofstream(dir / "div.yaml") << kDivider;
+  const std::string args = fmt::format("run '{}' --mc 40 --seed 3", (dir / "div.yaml").string());
+  int rc = 0;
+  std::string one = run(args + " -o '" + (dir / "one.h5").string() + "'", rc);
+  INFO(one);
+  REQUIRE(rc == 0);
+  const auto a = read_mc(dir / "one.h5");
+  CHECK(a.size() >= 4u);
+  CHECK(a.at("op/v(out)").size() == 40u);
+  const std::string mpirun = mpirun_2();
+  if (mpirun.empty()) return;
+  std::string two = shell(mpirun + " " + args + " -o '" + (dir / "two.h5").string() + "'", rc);
+  INFO(two);
+  REQUIRE(rc == 0);
+  CHECK(contains(two, "2 MPI ranks"));
+  CHECK(read_mc(dir / "two.h5") == a);
+}
+
+TEST_CASE("mpi: a failing trial stops every rank with its message") {
+  const fs::path dir = scratch("fail");
+  std::ofstream(dir / "huge.yaml") << "devices:\n  - {name: v1, type: v, nodes: [a, 0], dc: 1}\n"
+                                      "  - {name: r1, type: r, nodes: [a, 0], r: {value: 1k, tol: 300%}}\n"
+                                      "analyses:\n  - {type: op}\n";
+  const std::string args = fmt::format("run '{}' --mc 50", (dir / "huge.yaml").string());
+  int rc = 0;
+  const std::string one = run(args, rc);
+  CHECK(rc == 2);
+  CHECK(contains(one, "outside its range"));
+  const std::string mpirun = mpirun_2();
+  if (mpirun.empty()) return;
+  const std::string two = shell(mpirun + " " + args, rc);
+  INFO(two);
+  CHECK(rc != 0);
+  CHECK(contains(two, "outside its range"));
+}
+
+TEST_CASE("checkpoint: nn mc killed after its first checkpoint resumes to byte-identical results") {
+  const fs::path dir = scratch("kill");
+  const fs::path ck = dir / "ck.h5";
+  const std::string args = nn_setup(dir) + " --trials 25 --seed 11 --sweep sigma_g=0.02,0.1";
+  int rc = 0;
+  std::string out = run(args + " -o '" + (dir / "full.h5").string() + "'", rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+
+  // Start the same run with a checkpoint and kill it (SIGKILL) as soon as the checkpoint appears.
+  const std::string cmd = fmt::format("exec {} {} --checkpoint '{}' -o '{}' > /dev/null 2>&1", ANASIM_BINARY, args,
+                                      ck.string(), (dir / "resumed.h5").string());
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!fs::exists(ck) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(fs::exists(ck));
+  const bool killed = WIFSIGNALED(status);
+  CHECK(killed);
+  CHECK_FALSE(fs::exists(dir / "resumed.h5"));  // killed before the end: no output yet
+  fs::copy_file(ck, dir / "partial.h5");
+
+  out = run(args + " --checkpoint '" + ck.string() + "' -o '" + (dir / "resumed.h5").string() + "'", rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(contains(out, "resumed"));
+  CHECK(contains(out, "of 50 trials from the checkpoint"));
+  CHECK(read_bytes(dir / "full.h5") == read_bytes(dir / "resumed.h5"));
+
+  // The finished checkpoint holds every trial: a rerun reproduces the results without computing any.
+  out = run(args + " --checkpoint '" + ck.string() + "' -o '" + (dir / "again.h5").string() + "'", rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(contains(out, "resumed 50 of 50 trials"));
+  CHECK(read_bytes(dir / "full.h5") == read_bytes(dir / "again.h5"));
+
+  // The partial checkpoint resumed on 2 ranks: the same results.
+  const std::string mpirun = mpirun_2();
+  if (mpirun.empty()) return;
+  out = shell(mpirun + " " + args + " --checkpoint '" + (dir / "partial.h5").string() + "' -o '" +
+                  (dir / "two.h5").string() + "'",
+              rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(contains(out, "of 50 trials from the checkpoint"));
+  CHECK(read_bytes(dir / "full.h5") == read_bytes(dir / "two.h5"));
+}
+
+TEST_CASE("checkpoint: run --mc resumes; a checkpoint of another run is refused naming what differs") {
+  const fs::path dir = scratch("mismatch");
+  std::ofstream(dir / "div.yaml") << kDivider;
+  const fs::path ck = dir / "ck.h5";
+  const std::string run_args = fmt::format("run '{}' --mc 30 --seed 3", (dir / "div.yaml").string());
+  int rc = 0;
+  std::string out = run(run_args + " --checkpoint '" + ck.string() + "' -o '" + (dir / "a.h5").string() + "'", rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  REQUIRE(fs::exists(ck));
+  out = run(run_args + " --checkpoint '" + ck.string() + "' -o '" + (dir / "b.h5").string() + "'", rc);
+  REQUIRE(rc == 0);
+  CHECK(read_mc(dir / "a.h5") == read_mc(dir / "b.h5"));
+
+  out = run(fmt::format("run '{}' --mc 30 --seed 4 --checkpoint '{}'", (dir / "div.yaml").string(), ck.string()), rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "belongs to another run"));
+  CHECK(contains(out, "arguments differ"));
+  CHECK(contains(out, "seed=3"));
+  CHECK(contains(out, "seed=4"));
+  std::ofstream(dir / "div.yaml", std::ios::app) << "  - {type: op}\n";  // the netlist edited
+  out = run(run_args + " --checkpoint '" + ck.string() + "'", rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "netlist differ"));
+
+  // nn mc: another hardware file, another seed, and a run --mc checkpoint.
+  const std::string nn_args = nn_setup(dir) + " --trials 3 --seed 5";
+  out = run(nn_args + " --checkpoint '" + (dir / "nn.h5").string() + "'", rc);
+  REQUIRE(rc == 0);
+  std::ofstream(dir / "hw.yaml") << "hardware:\n  tile_rows: 48\n  tile_cols: 8\n  calib_samples: 100\n  sigma_g: 0.06\n";
+  out = run(nn_args + " --checkpoint '" + (dir / "nn.h5").string() + "'", rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "hardware differ"));
+  CHECK_FALSE(contains(out, "arguments differ"));
+  out = run(nn_args + " --checkpoint '" + ck.string() + "'", rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "command differ"));
+}
