@@ -300,8 +300,8 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   const FastLayer& fl = I.layers.back();
   const AdcSpec& adc = fl.m->adc_spec;
   const double band = 0.5 * (adc.vmax - adc.vmin) / static_cast<double>(adc_max_code(adc));
-  auto near_final = [&](const Work& ws, double tol, bool last_only) {
-    for (int l = last_only ? L - 1 : 0; l < L; ++l) {
+  auto near_final = [&](const Work& ws, double tol) {  // every layer's outputs within tol [V] of the target
+    for (int l = 0; l < L; ++l) {
       const Layout& Lo = I.layers[l].kernel.L;
       for (int j = 0; j < lr[l].C; ++j) {
         const size_t o = static_cast<size_t>(j) * lr[l].n;
@@ -366,7 +366,8 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   int order = 1;
   double bp = tr;
   bool at_break = true, first = true;
-  double last_out = 0;  // [s] last accepted time with a last-layer output outside the band
+  constexpr int kSettledPoints = 5;
+  int settled_points = 0;
   long accepted = 0, rejected = 0;
   double last_ag0 = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> icap(n_states);
@@ -498,8 +499,10 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     record(w, t, e);
     at_break = t >= bp;
     if (at_break) bp = std::numeric_limits<double>::infinity();
-    if (!near_final(w, band, true)) last_out = t;
-    if (t >= tr && t >= 2 * last_out && near_final(w, 0.1 * band, false)) break;
+    // Done when every layer's outputs have stayed within a tenth of the band of their final (DC) values for
+    // kSettledPoints points in a row (the engine's run instead goes on to twice the settling time).
+    settled_points = near_final(w, 0.1 * band) ? settled_points + 1 : 0;
+    if (t >= tr && settled_points >= kSettledPoints) break;
     if (t > t_limit || accepted >= to_.max_points)
       return Status::numerical(fmt::format("network transient of sample {}: the outputs have not settled by {:.4g} s "
                                            "({} time points)", sample, t, accepted));

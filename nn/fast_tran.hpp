@@ -16,7 +16,7 @@
 // sweeps (nn/fast_sweeps.cpp) warm-started from the predictor, with the companion admittances Y + ag0 C1 in place
 // of Y. Energies are the components' absorbed powers (the same grouping as energy.hpp), integrated with the
 // integrator's rule. The run ends when every layer's outputs are within a tenth of the last layer's half-LSB band
-// of the DC solution of the new input and the time is at least twice the last exit from the band.
+// of the DC solution of the new input at five accepted points in a row.
 #pragma once
 #include <cstdint>
 #include <vector>
