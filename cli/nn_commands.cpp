@@ -276,6 +276,16 @@ Status load_hw_setup(const NnArgs& a, HwSetup& h) {
 
 std::string json_num(double v) { return std::isfinite(v) ? fmt::format("{:.10g}", v) : "null"; }
 
+// Compensated programming (hardware program: compensated): per layer the residual weight error, on stderr.
+void print_program(const std::vector<LayerProgram>& program) {
+  for (size_t l = 0; l < program.size(); ++l) {
+    const LayerProgram& p = program[l];
+    fmt::print(stderr, "compensated programming, layer {}: residual weight error {:.3g} (max, relative), {:.3g} "
+               "(rms output error on the calibration images), scale x{:.4f}, {} port solves, {:.2f} s\n",
+               l, p.residual, p.residual_out, p.scale_factor, p.iterations, p.seconds);
+  }
+}
+
 int cmd_eval_hw(const NnArgs& a) {
   HwSetup h;
   if (Status st = load_hw_setup(a, h); !st) return report(st);
@@ -283,11 +293,21 @@ int cmd_eval_hw(const NnArgs& a) {
   EvalReport r;
   Status st = run_eval(h.net, h.cfg, h.calib(), h.test, a.samples, a.reference, r, !a.reference_cold);
   if (!st) return report(st);
+  print_program(r.program);
   if (a.json) {
     fmt::print("{{\"digital_accuracy\": {}, \"analog_accuracy\": {}, \"agreement\": {}, \"samples\": {}, "
                "\"seconds\": {}, \"seconds_prepare\": {}, \"mode\": \"{}\", \"opamps\": {}",
                json_num(r.digital_accuracy), json_num(r.analog_accuracy), json_num(r.agreement), r.samples,
                json_num(r.seconds), json_num(r.seconds_prepare), mode_name(h.cfg.mode), r.opamps);
+    if (!r.program.empty()) {
+      std::vector<std::string> layers;
+      for (const LayerProgram& p : r.program)
+        layers.push_back(fmt::format("{{\"residual\": {}, \"residual_out\": {}, \"scale_factor\": {}, "
+                                     "\"iterations\": {}, \"seconds\": {}}}",
+                                     json_num(p.residual), json_num(p.residual_out), json_num(p.scale_factor),
+                                     p.iterations, json_num(p.seconds)));
+      fmt::print(", \"program\": [{}]", fmt::join(layers, ", "));
+    }
     if (r.has_reference)
       fmt::print(", \"reference_samples\": {}, \"reference_max_rel_diff\": {}, \"reference_max_abs_diff\": {}, "
                  "\"reference_seconds_per_sample\": {}, \"reference_saturated_samples\": {}",

@@ -172,6 +172,7 @@ Status run_eval(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib
   MappedNetwork map;
   if (Status st = map_network(net, cfg, calib, map); !st) return st;
   rep.opamps = map.opamps();
+  rep.program = map.program;
   HardwareInstance hw;
   realize(map, cfg.seed, 0, hw);
   const int n = samples > 0 ? std::min(samples, test.size()) : test.size();

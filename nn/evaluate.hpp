@@ -55,6 +55,7 @@ struct EvalReport {
   ReferenceReport reference;
   std::vector<int> digital_class;  // per evaluated sample: class predicted by the float network
   std::vector<int> analog_class;   // per evaluated sample: class read from the mapped circuit's ADC codes
+  std::vector<LayerProgram> program;  // per layer with program: compensated (residual weight error), else empty
 };
 
 // What the hardware drivers need: model, hardware, test split and calibration images.

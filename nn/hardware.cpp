@@ -9,6 +9,7 @@
 #include "engine/elaborate.hpp"
 #include "engine/expr.hpp"
 #include "engine/parse.hpp"
+#include "nn/program.hpp"
 
 namespace anasim::nn {
 
@@ -90,6 +91,9 @@ const ParamTable& hardware_params() {
       P("gmin").unit("S").def(1e-6).range(0, kInf).doc("lowest programmable conductance").bind<&H::gmin>(),
       P("gmax").unit("S").def(100e-6).above(0).doc("highest programmable conductance").bind<&H::gmax>(),
       P("levels").def(0).range(0, 1e6).doc("conductance levels in [gmin, gmax] (0 = analog)").bind<&H::levels>(),
+      P("program").choices("ideal|compensated").def(0)
+          .doc("target conductances: ideal formula, or compensated for the arrays' IR drop (exact port transfer)")
+          .bind<&H::program>(),
       P("vread_min").unit("V").def(0).range(-10, 10).doc("row voltage of input 0 (DAC code 0)")
           .bind<&H::vread_min>(),
       P("vread_max").unit("V").def(0.2).range(-10, 10)
@@ -308,8 +312,13 @@ Status map_network(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& ca
                                      net.inputs()));
   MatrixRd a = calib.topRows(nc).cast<double>();
   std::vector<double> zcal(L), acal(L);
+  const bool compensate = cfg.program == ProgramMode::Compensated;
+  std::vector<LayerInputs> layer_inputs;  // compensated programming: every layer's calibration inputs
   for (int l = 0; l < L; ++l) {
     const DenseLayer& dl = net.layers[l];
+    if (compensate)
+      layer_inputs.push_back({static_cast<int>(a.rows()), static_cast<int>(a.cols()),
+                              std::vector<double>(a.data(), a.data() + a.size())});
     MatrixRd z = a * dl.weight.transpose();
     z.rowwise() += dl.bias.transpose();
     std::vector<double> absz(z.data(), z.data() + z.size());
@@ -390,6 +399,7 @@ Status map_network(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& ca
     m.col_blocks = balanced_blocks(m.outputs, cfg.tile_cols, 1);
     out.layers.push_back(std::move(m));
   }
+  if (compensate) return compensate_targets(out, layer_inputs);
   return {};
 }
 

@@ -33,6 +33,9 @@
 namespace anasim::nn {
 
 enum class MappingMode { Analog, Hybrid };
+// How the target conductances are chosen: ideal = the formula below (the array's parasitics ignored);
+// compensated = the exact port transfer of every row block made equal to the intended weights (nn/program.hpp).
+enum class ProgramMode { Ideal, Compensated };
 
 // The parameter table of the `hardware:` section: names, units, defaults, ranges, descriptions and the
 // HardwareConfig member each key sets (one line per key; adding a key is that line plus the member).
@@ -43,6 +46,7 @@ struct HardwareConfig {
   double gmin = 1e-6;             // [S] lowest programmable conductance
   double gmax = 100e-6;           // [S] highest programmable conductance
   int levels = 0;                 // conductance levels in [gmin, gmax], 0 = analog
+  ProgramMode program = ProgramMode::Ideal;  // IR-drop compensation of the targets (nn/program.hpp)
   // Inputs.
   double vread_min = 0.0;         // [V] row voltage of input 0 (DAC code 0)
   double vread_max = 0.2;         // [V] row voltage of input 1 (DAC full scale); also the bias row voltage
@@ -141,11 +145,23 @@ struct LayerMapping {
   int physical_rows() const { return 2 * (inputs + 1); }
 };
 
+// What compensated programming (program: compensated, nn/program.hpp) achieved on one layer.
+struct LayerProgram {
+  double residual = 0;            // max |W_eff - W| / max |W| over the layer's weights and bias (after clipping
+                                  // to [gmin, gmax] and rounding to the levels), W_eff the exact port transfer
+  double residual_out = 0;        // rms over the calibration images and neurons of the column-current error
+                                  // (W_eff - W) u, relative to the rms of the ideal W u (u: row voltages)
+  double scale_factor = 1;        // factor applied to the layer's scale (< 1 when the window needed it; rf / it)
+  int iterations = 0;             // exact port solves of the layer
+  double seconds = 0;
+};
+
 struct MappedNetwork {
   HardwareConfig cfg;
   std::vector<int> sizes;         // network layer sizes
   std::vector<LayerMapping> layers;
   double vhi = 0, vlo = 0;        // [V] op-amp output swing limits
+  std::vector<LayerProgram> program;  // per layer with program: compensated, else empty
   int opamps() const;             // op-amps of the mapped circuit
 };
 
