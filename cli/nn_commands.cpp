@@ -396,13 +396,17 @@ int cmd_energy(const NnArgs& a) {
       parts.push_back(fmt::format("\"{}\": {}", energy_part_name(p), json_num(r.energy_parts_mean_j[p])));
     for (size_t i = 0; i < r.sample_times_s.size(); ++i)
       table.push_back(fmt::format("[{}, {}]", json_num(r.sample_times_s[i]), json_num(r.accuracy_at[i])));
+    const ComponentCounts& c = r.components;
+    const std::string components = fmt::format(
+        "\"opamps\": {}, \"cells\": {}, \"cells_open\": {}, \"resistors\": {}, \"diodes\": {}, \"dacs\": {}, "
+        "\"adcs\": {}", c.opamps, c.cells, c.cells_open, c.resistors, c.diodes, c.dacs, c.adcs);
     fmt::print("{{\"samples\": {}, \"accuracy\": {}, \"latency_mean_s\": {}, \"latency_p99_s\": {}, "
                "\"energy_mean_j\": {}, \"energy_p99_j\": {}, \"energy_breakdown_j\": {{{}}}, \"macs\": {}, "
                "\"tops\": {}, \"tops_per_w\": {}, \"accuracy_vs_sample_time\": [{}], \"shortest_sample_time_s\": {}, "
-               "\"seconds\": {}}}\n",
+               "\"components\": {{{}}}, \"seconds\": {}}}\n",
                r.samples, json_num(r.accuracy), json_num(r.latency_mean_s), json_num(r.latency_p99_s),
                json_num(r.energy_mean_j), json_num(r.energy_p99_j), fmt::join(parts, ", "), r.macs, json_num(r.tops),
-               json_num(r.tops_per_w), fmt::join(table, ", "), json_num(r.shortest_sample_time_s),
+               json_num(r.tops_per_w), fmt::join(table, ", "), json_num(r.shortest_sample_time_s), components,
                json_num(r.seconds));
     return 0;
   }
@@ -416,6 +420,9 @@ int cmd_energy(const NnArgs& a) {
   for (int p = 0; p < kNumEnergyParts; ++p)
     fmt::print("    {:<16} {:.4g} J\n", energy_part_name(p), r.energy_parts_mean_j[p]);
   fmt::print("  {} MACs: {:.4g} TOPS, {:.4g} TOPS/W\n", r.macs, r.tops, r.tops_per_w);
+  fmt::print("  components         {} op-amps, {} cells ({} open), {} resistors, {} diodes, {} DACs, {} ADCs\n",
+             r.components.opamps, r.components.cells, r.components.cells_open, r.components.resistors,
+             r.components.diodes, r.components.dacs, r.components.adcs);
   fmt::print("  accuracy vs sampling time (shortest within 0.1 points of settled: {:.4g} s)\n",
              r.shortest_sample_time_s);
   for (size_t i = 0; i < r.sample_times_s.size(); ++i)

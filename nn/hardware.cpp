@@ -58,6 +58,13 @@ Status check(const HardwareConfig& c, const ParamValues* p = nullptr) {
     return Status::input(fmt::format("hardware: vread_max ({}) must exceed vread_min ({})", c.vread_max, c.vread_min),
                          given_at(p, {"vread_max", "vread_min"}));
   if (c.levels == 1) return Status::input("hardware: levels must be 0 (analog) or at least 2", given_at(p, "levels"));
+  if (c.series != CellSeries::None && c.levels != 0)
+    return Status::input("hardware: series and levels exclude each other (the series sets the values)",
+                         given_at(p, {"levels", "series"}));
+  if (c.series != CellSeries::None && !(c.series_rmax * c.gmax > 1))
+    return Status::input(fmt::format("hardware: series_rmax ({} ohm) must exceed 1/gmax ({} ohm)", c.series_rmax,
+                                     1 / c.gmax),
+                         given_at(p, {"series_rmax", "gmax"}));
   if (c.stuck_on + c.stuck_off > 1)
     return Status::input("hardware: stuck_on + stuck_off must not exceed 1", given_at(p, {"stuck_off", "stuck_on"}));
   double vhi, vlo;
@@ -94,6 +101,12 @@ const ParamTable& hardware_params() {
       P("program").choices("ideal|compensated").def(0)
           .doc("target conductances: ideal formula, or compensated for the arrays' IR drop (exact port transfer)")
           .bind<&H::program>(),
+      P("series").choices("none|e96").def(0)
+          .doc("cells, rf and rectifier r2 as fixed resistors of a standard series (e96: 1% parts, 96 per decade)")
+          .bind<&H::series>(),
+      P("series_rmax").unit("ohm").def(1e6).above(0)
+          .doc("largest fitted series resistor; cells below half its conductance are left open")
+          .bind<&H::series_rmax>(),
       P("vread_min").unit("V").def(0).range(-10, 10).doc("row voltage of input 0 (DAC code 0)")
           .bind<&H::vread_min>(),
       P("vread_max").unit("V").def(0.2).range(-10, 10)
@@ -403,6 +416,48 @@ Status map_network(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& ca
   return {};
 }
 
+namespace {
+
+// IEC 60063 E96 values of one decade (x100).
+constexpr int kE96[96] = {
+    100, 102, 105, 107, 110, 113, 115, 118, 121, 124, 127, 130, 133, 137, 140, 143, 147, 150, 154, 158,
+    162, 165, 169, 174, 178, 182, 187, 191, 196, 200, 205, 210, 215, 221, 226, 232, 237, 243, 249, 255,
+    261, 267, 274, 280, 287, 294, 301, 309, 316, 324, 332, 340, 348, 357, 365, 374, 383, 392, 402, 412,
+    422, 432, 442, 453, 464, 475, 487, 499, 511, 523, 536, 549, 562, 576, 590, 604, 619, 634, 649, 665,
+    681, 698, 715, 732, 750, 768, 787, 806, 825, 845, 866, 887, 909, 931, 953, 976};
+
+// E96 value k [ohm]: kE96[k mod 96] * 10^(floor(k / 96) - 2), k any integer.
+double e96_value(long k) {
+  const long d = k >= 0 ? k / 96 : -((-k + 95) / 96);
+  return kE96[k - 96 * d] * std::pow(10.0, static_cast<double>(d - 2));
+}
+
+// Index of the E96 value nearest to r (in log R); the values lie within a rounding of 10^(k/96).
+long e96_index(double r) {
+  const long k0 = std::lround(96.0 * std::log10(r));
+  long best = k0;
+  for (long k = k0 - 2; k <= k0 + 2; ++k)
+    if (std::fabs(std::log(e96_value(k) / r)) < std::fabs(std::log(e96_value(best) / r))) best = k;
+  return best;
+}
+
+}  // namespace
+
+double e96_nearest(double r) { return e96_value(e96_index(r)); }
+
+double series_conductance(const HardwareConfig& cfg, double g) {
+  if (cfg.series == CellSeries::None) return g;
+  if (g < 0.5 / cfg.series_rmax) return 0.0;
+  long k = e96_index(1.0 / std::max(g, 1.0 / cfg.series_rmax));
+  while (1.0 / e96_value(k) > cfg.gmax) ++k;       // below the lowest fitted resistance 1/gmax: one value up
+  while (e96_value(k) > cfg.series_rmax) --k;      // above series_rmax: one value down
+  return 1.0 / e96_value(k);
+}
+
+double series_resistance(const HardwareConfig& cfg, double r) {
+  return cfg.series == CellSeries::None ? r : e96_nearest(r);
+}
+
 long input_code(const LayerMapping& lm, double x) {
   DacSpec s = lm.dac;
   return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin));
@@ -432,7 +487,7 @@ void realize(const MappedNetwork& map, std::uint64_t seed, int trial, HardwareIn
         for (int i = 0; i < s.rows; ++i)
           for (int j = 0; j < s.cols; ++j)
             s.g[static_cast<size_t>(i) * s.cols + j] =
-                m.g_target[static_cast<size_t>(t.row0 + i) * m.outputs + t.col0 + j];
+                series_conductance(c, m.g_target[static_cast<size_t>(t.row0 + i) * m.outputs + t.col0 + j]);
         s.rwire_row = c.rwire_row;
         s.rwire_col = c.rwire_col;
         s.rdriver = c.rdriver;
@@ -459,7 +514,8 @@ void realize(const MappedNetwork& map, std::uint64_t seed, int trial, HardwareIn
     // Periphery.
     li.res.assign(static_cast<size_t>(m.outputs) * kNumPeripheryRes, 0.0);
     li.vos.assign(static_cast<size_t>(m.outputs) * kNumPeripheryOps, vos0);
-    const double nominal[kNumPeripheryRes] = {m.rf, c.rect_r1, m.rect_r2, c.rect_rl, c.inv_r, c.inv_r};
+    const double nominal[kNumPeripheryRes] = {series_resistance(c, m.rf), c.rect_r1, series_resistance(c, m.rect_r2),
+                                              c.rect_rl, c.inv_r, c.inv_r};
     static const char* const res_names[kNumPeripheryRes] = {"rf", "r1", "r2", "rl", "ri1", "ri2"};
     static const char* const op_names[kNumPeripheryOps] = {"utia", "urect", "uinv"};
     const int nres = m.rectifier ? kNumPeripheryRes : 1, nops = m.rectifier ? kNumPeripheryOps : 1;

@@ -36,6 +36,10 @@ enum class MappingMode { Analog, Hybrid };
 // How the target conductances are chosen: ideal = the formula below (the array's parasitics ignored);
 // compensated = the exact port transfer of every row block made equal to the intended weights (nn/program.hpp).
 enum class ProgramMode { Ideal, Compensated };
+// Cells built from fixed resistors of a standard series (a discrete board): none = the conductances as mapped
+// (levels, if any); e96 = 1% resistors of the IEC 60063 E96 series, 96 values per decade (steps of 2.4%: uniform
+// in log R, so the conductance steps are nonuniform). See series_conductance.
+enum class CellSeries { None, E96 };
 
 // The parameter table of the `hardware:` section: names, units, defaults, ranges, descriptions and the
 // HardwareConfig member each key sets (one line per key; adding a key is that line plus the member).
@@ -47,6 +51,8 @@ struct HardwareConfig {
   double gmax = 100e-6;           // [S] highest programmable conductance
   int levels = 0;                 // conductance levels in [gmin, gmax], 0 = analog
   ProgramMode program = ProgramMode::Ideal;  // IR-drop compensation of the targets (nn/program.hpp)
+  CellSeries series = CellSeries::None;      // cells are fixed resistors of this standard series (realize)
+  double series_rmax = 1e6;       // [ohm] largest fitted series resistor (series != none)
   // Inputs.
   double vread_min = 0.0;         // [V] row voltage of input 0 (DAC code 0)
   double vread_max = 0.2;         // [V] row voltage of input 1 (DAC full scale); also the bias row voltage
@@ -202,8 +208,9 @@ struct HardwareInstance {
   std::vector<LayerInstance> layers;
 };
 
-// Draws trial `trial` of seed `seed`: conductance programming (sigma_g, stuck cells; levels), periphery resistor
-// tolerances, op-amp offsets, DAC and ADC INL. Every draw depends only on (seed, trial, element name, quantity).
+// Draws trial `trial` of seed `seed`: conductance programming (sigma_g, stuck cells; levels; the series'
+// values, which also replace the computed rf and rect_r2), periphery resistor tolerances, op-amp offsets, DAC
+// and ADC INL. Every draw depends only on (seed, trial, element name, quantity).
 void realize(const MappedNetwork& map, std::uint64_t seed, int trial, HardwareInstance& out);
 
 // Read-noise current [A] of neuron j of layer l for sample k (0 without read_noise).
@@ -211,6 +218,16 @@ double read_noise_current(const HardwareInstance& hw, int l, int j, std::uint64_
 
 // ADC code of neuron j of layer l for input voltage v (the ADC transfer plus the INL threshold shifts).
 long adc_code(const HardwareInstance& hw, int l, int j, double v);
+
+// The E96 resistance nearest to r > 0 [ohm] (nearest in log R: the ratio closest to 1).
+double e96_nearest(double r);
+// Target conductance g [S] as the fitted resistor of cfg.series: with series e96, 0 (open, no part) for
+// g < 1 / (2 series_rmax), else 1 / R with R the E96 value nearest to 1/g, held within [1/gmax, series_rmax]
+// (the next E96 value inward when the nearest falls outside). With series none, g unchanged.
+double series_conductance(const HardwareConfig& cfg, double g);
+// A computed periphery resistance r [ohm] (TIA feedback, rectifier r2) as fitted: the nearest E96 value with
+// series e96, else r.
+double series_resistance(const HardwareConfig& cfg, double r);
 
 // DAC input code of a network input a of layer l (x = clip((a - 0) / in_range, 0, 1) -> round(x * max code)).
 long input_code(const LayerMapping& lm, double x);
