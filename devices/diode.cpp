@@ -2,7 +2,8 @@
 // device (stamps for DC, transient and AC) and its parameter tables. The equations (Shockley current with emission
 // coefficient N and series resistance RS on an internal node, reverse breakdown at BV (IBV), depletion capacitance
 // (CJO, VJ, M, FC) and transit-time charge (TT), pnjlim junction-voltage limiting, which as in ngspice is also its
-// convergence test) are in devices/diode_model.hpp. Temperature = TNOM = 27 C.
+// convergence test, and the temperature dependence of IS, VJ and CJO through EG, XTI and TNOM) are in
+// devices/diode_model.hpp.
 #include <cmath>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
@@ -26,9 +27,14 @@ class Diode : public Device {
  public:
   // p: model and area; inst: the other instance lines.
   Diode(const FlatDevice& fd, const dm::Params& p, const DiodeInstance& inst)
-      : Device(fd.name, fd.loc), a_(fd.nodes[0]), k_(fd.nodes[1]) {
+      : Device(fd.name, fd.loc), a_(fd.nodes[0]), k_(fd.nodes[1]), p_(p) {
     c_ = dm::coeffs(p);
     off_ = inst.off;
+  }
+
+  void set_temperature(const Temperature& t) override {
+    const double tnom = std::isnan(p_.tnom) ? t.tnom : p_.tnom + Temperature::kCtoK;
+    c_ = dm::coeffs(dm::at_temperature(p_, t.temp, tnom), t.temp);
   }
 
   bool nonlinear() const override { return true; }
@@ -108,7 +114,8 @@ class Diode : public Device {
 
   NodeId a_, k_, internal_;
   UnknownIndex ua_, uk_, ui_;
-  dm::Coeffs c_;
+  dm::Params p_;       // the model at its nominal temperature
+  dm::Coeffs c_;       // at the circuit temperature
   bool off_;
   double gmin_ = 1e-12;
   double vd_ = 0;      // [V] junction voltage of the last load (the limiting reference)
@@ -147,6 +154,12 @@ class DiodeType : public DeviceType {
         P("bv").alias("vb").unit("V").def(kInf).above(0).doc("reverse breakdown voltage").bind<&M::bv>(),
         P("ibv").unit("A").def(1e-3).above(0).doc("current at breakdown voltage").bind<&M::ibv>(),
         P("fc").def(0.5).range(0, 0.95).doc("forward-bias depletion capacitance coefficient").bind<&M::fc>(),
+        P("eg").unit("eV").def(1.11).above(0).doc("activation energy (temperature dependence of is)").bind<&M::eg>(),
+        P("xti").def(3).doc("saturation-current temperature exponent").bind<&M::xti>(),
+        P("tnom").alias("tref").unit("C").def(std::nan("")).range(-273.15, kInf)
+            .doc("parameter measurement temperature (default: .options tnom)").bind<&M::tnom>(),
+        P("kf").def(0).range(0, kInf).doc("flicker noise coefficient").no_effect("affects only noise analysis"),
+        P("af").def(1).above(0).doc("flicker noise exponent").no_effect("affects only noise analysis"),
     };
   }
   std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {

@@ -1,6 +1,7 @@
 // The junction diode's equations (SPICE level 1 as in ngspice 39's dioload.c and diotemp.c), written once: used
 // by the MNA device (devices/diode.cpp: DC, transient, AC) and by the NN fast evaluator's periphery kernel
-// (nn/periphery_kernel.hpp, at DC). Temperature = TNOM = 27 C.
+// (nn/periphery_kernel.hpp, at DC, at 27 C). Parameters are measured at TNOM; at_temperature() moves them to
+// the circuit temperature as ngspice 39's diotemp.c (TLEV = TLEVC = 0).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -29,12 +30,16 @@ struct Params {
   bool bv_given = false;  // reverse breakdown modelled (bv given)
   double bv = std::numeric_limits<double>::infinity();  // [V] reverse breakdown voltage
   double ibv = 1e-3;   // [A] current at the breakdown voltage
+  double eg = 1.11;    // [eV] activation energy (temperature dependence of is)
+  double xti = 3.0;    // saturation-current temperature exponent
+  double tnom = std::numeric_limits<double>::quiet_NaN();  // [C] parameter measurement temperature; NaN: the
+                                                           // circuit's nominal temperature (.options tnom)
 };
 
 // Derived constants of one instance (area applied).
 struct Coeffs {
   double is = 0, rs = 0, cjo = 0, vj = 0, mj = 0, tt = 0, fc = 0;  // as Params, area applied
-  double vte = 0;       // [V] n * kVt
+  double vte = 0;       // [V] n * vt (thermal voltage at the temperature)
   double inv_vte = 0;   // [1/V] 1 / vte
   double grs = 0;       // [S] 1 / rs, 0 without series resistance
   double vcrit = 0;     // [V] pnjlim's critical voltage
@@ -44,21 +49,49 @@ struct Coeffs {
 };
 
 // Breakdown voltage adjusted so that the current at -bvt equals ibv (ngspice 39 diotemp.c). The breakdown
-// emission coefficient NBV defaults to N there, so the exponentials use vte = N * vt.
-inline double breakdown_voltage(double is, double vte, double bv, double ibv) {
+// emission coefficient NBV defaults to N there, so the exponentials use vte = N * vt; vt [V] thermal voltage.
+inline double breakdown_voltage(double is, double vte, double bv, double ibv, double vt = kVt) {
   const double cbv = ibv;
-  if (cbv < is * bv / kVt) return bv;
+  if (cbv < is * bv / vt) return bv;
   const double tol = 1e-3 * cbv;
   double xbv = bv - vte * std::log(1 + cbv / is);
   for (int it = 0; it < 25; ++it) {
-    xbv = bv - vte * std::log(cbv / is + 1 - xbv / kVt);
-    const double xcbv = is * (std::exp((bv - xbv) / vte) - 1 + xbv / kVt);
+    xbv = bv - vte * std::log(cbv / is + 1 - xbv / vt);
+    const double xcbv = is * (std::exp((bv - xbv) / vte) - 1 + xbv / vt);
     if (std::fabs(xcbv - cbv) <= tol) break;
   }
   return xbv;
 }
 
-inline Coeffs coeffs(const Params& p) {
+// The parameters of p (measured at tnom [K]) moved to temperature temp [K], as ngspice 39's diotemp.c with
+// TLEV = TLEVC = 0: is through EG and XTI, vj and cjo through the silicon band gap (Eg(T) = 1.16 -
+// 7.02e-4 T^2 / (T + 1108)), vj capped at 1 / fc. Returns p unchanged when temp == tnom.
+inline Params at_temperature(const Params& p, double temp, double tnom) {
+  if (temp == tnom) return p;
+  constexpr double kRefTemp = kTemp;  // [K] 27 C, ngspice REFTEMP
+  const double vt = kBoltz / kCharge * temp, vtnom = kBoltz / kCharge * tnom;
+  auto gap = [](double t) { return 1.16 - (7.02e-4 * t * t) / (t + 1108); };
+  const double fact2 = temp / kRefTemp, fact1 = tnom / kRefTemp;
+  const double arg = -gap(temp) / (2 * kBoltz * temp) + 1.1150877 / (kBoltz * (kRefTemp + kRefTemp));
+  const double pbfact = -2 * vt * (1.5 * std::log(fact2) + kCharge * arg);
+  const double arg1 = -gap(tnom) / (kBoltz * 2 * tnom) + 1.1150877 / (2 * kBoltz * kRefTemp);
+  const double pbfact1 = -2 * vtnom * (1.5 * std::log(fact1) + kCharge * arg1);
+  Params t = p;
+  const double pbo = (p.vj - pbfact1) / fact1;
+  const double gmaold = (p.vj - pbo) / pbo;
+  t.cjo = p.cjo / (1 + p.m * (400e-6 * (tnom - kRefTemp) - gmaold));
+  t.vj = pbfact + fact2 * pbo;
+  const double gmanew = (t.vj - pbo) / pbo;
+  t.cjo *= 1 + p.m * (400e-6 * (temp - kRefTemp) - gmanew);
+  if (p.fc * t.vj > 1.0) t.vj = 1.0 / p.fc;
+  const double vte = p.n * vt;
+  t.is = p.is * std::exp((temp / tnom - 1) * p.eg / vte + p.xti / p.n * std::log(temp / tnom));
+  return t;
+}
+
+// Derived constants at temperature temp [K] of parameters p already at that temperature (at_temperature()).
+inline Coeffs coeffs(const Params& p, double temp = kTemp) {
+  const double vt = temp == kTemp ? kVt : kBoltz / kCharge * temp;
   Coeffs c;
   c.is = p.is * p.area;
   c.rs = p.rs / p.area;
@@ -67,12 +100,12 @@ inline Coeffs coeffs(const Params& p) {
   c.mj = p.m;
   c.tt = p.tt;
   c.fc = p.fc;
-  c.vte = p.n * kVt;
+  c.vte = p.n * vt;
   c.inv_vte = 1 / c.vte;
   c.grs = c.rs > 0 ? 1 / c.rs : 0.0;
   c.vcrit = c.vte * std::log(c.vte / (M_SQRT2 * c.is));
   c.bv_given = p.bv_given;
-  if (c.bv_given) c.bvt = breakdown_voltage(c.is, c.vte, p.bv, p.ibv * p.area);
+  if (c.bv_given) c.bvt = breakdown_voltage(c.is, c.vte, p.bv, p.ibv * p.area, vt);
   c.depl_thr = c.fc * c.vj;
   c.f1 = c.vj * (1 - std::pow(1 - c.fc, 1 - c.mj)) / (1 - c.mj);
   c.f2 = std::pow(1 - c.fc, 1 + c.mj);

@@ -17,7 +17,7 @@ struct SourceParams {
   std::optional<double> dc;       // DC value (with a time function, .op/.dc/.ac use it only when given)
   std::optional<double> acmag;    // AC small-signal magnitude
   std::optional<double> acphase;  // [deg] AC small-signal phase
-  std::vector<double> pulse, sin, exp, pwl;  // time functions (empty = not given)
+  std::vector<double> pulse, sin, exp, pwl, am, sffm;  // time functions (empty = not given)
 };
 
 ParamTable source_params(const char* unit) {
@@ -27,10 +27,12 @@ ParamTable source_params(const char* unit) {
       P("dc").unit(unit).def(0).doc("DC value").bind<&S::dc>(),
       P("acmag").alias("ac").unit(unit).def(0).doc("AC small-signal magnitude").bind<&S::acmag>(),
       P("acphase").unit("deg").def(0).doc("AC small-signal phase").bind<&S::acphase>(),
-      P("pulse").kind(ParamKind::List).doc("PULSE(v1 v2 td tr tf pw per)").bind<&S::pulse>(),
+      P("pulse").kind(ParamKind::List).doc("PULSE(v1 v2 td tr tf pw per np)").bind<&S::pulse>(),
       P("sin").kind(ParamKind::List).doc("SIN(vo va freq td theta phase)").bind<&S::sin>(),
       P("exp").kind(ParamKind::List).doc("EXP(v1 v2 td1 tau1 td2 tau2)").bind<&S::exp>(),
       P("pwl").kind(ParamKind::List).doc("PWL(t1 v1 t2 v2 ...)").bind<&S::pwl>(),
+      P("am").kind(ParamKind::List).doc("AM(va vo mf fc td phasec phases)").bind<&S::am>(),
+      P("sffm").kind(ParamKind::List).doc("SFFM(vo va fc mdi fs phasec phases)").bind<&S::sffm>(),
   };
 }
 
@@ -40,11 +42,13 @@ struct TimeFunction {
   Waveform::Kind kind;
   const std::vector<double>* values;
 };
-std::array<TimeFunction, 4> time_functions(const SourceParams& p) {
+std::array<TimeFunction, 6> time_functions(const SourceParams& p) {
   return {{{"pulse", Waveform::Kind::Pulse, &p.pulse},
            {"sin", Waveform::Kind::Sin, &p.sin},
            {"exp", Waveform::Kind::Exp, &p.exp},
-           {"pwl", Waveform::Kind::Pwl, &p.pwl}}};
+           {"pwl", Waveform::Kind::Pwl, &p.pwl},
+           {"am", Waveform::Kind::Am, &p.am},
+           {"sffm", Waveform::Kind::Sffm, &p.sffm}}};
 }
 
 // Shared by V and I: the value of the source at a load.
@@ -146,7 +150,7 @@ class SourceType : public DeviceType {
     key = k;
     long_name = ln;
     description = std::string("independent ") + (k[0] == 'v' ? "voltage" : "current") +
-                  " source: DC, AC and PULSE/SIN/EXP/PWL";
+                  " source: DC, AC and PULSE/SIN/EXP/PWL/AM/SFFM";
     pins = {"p", "n"};
     positional = {"dc"};
     source_syntax = true;

@@ -119,6 +119,10 @@ class CircuitBuilder : public Allocator, public PatternBuilder {
   std::vector<std::pair<std::string, UnknownIndex>> branches_;
 };
 
+void Circuit::set_temperature(const Temperature& t) {
+  for (auto& d : devices_) d->set_temperature(t);
+}
+
 Device* Circuit::find_device(const std::string& name) const {
   for (const auto& d : devices_)
     if (d->name() == name) return d.get();
@@ -159,6 +163,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     nonlinear_ = nonlinear_ || dev->nonlinear();
     devices_.push_back(std::move(dev));
   }
+  set_temperature(fn.options.temperature());
 
   CircuitBuilder b(*this);
   state_devices_.clear();

@@ -29,6 +29,8 @@ class Circuit {
   // The devices that allocated integration states, in device order.
   const std::vector<Device*>& state_devices() const { return state_devices_; }
   Device* find_device(const std::string& name) const;
+  // Sets every device's temperature (build() sets the netlist's: .temp / .options temp, tnom).
+  void set_temperature(const Temperature& t);
   UnknownIndex node_unknown(NodeId n) const { return n.v == 0 ? UnknownIndex() : node_unknown_[n.v]; }
   const std::vector<std::string>& node_names() const { return node_names_; }
   // Offsets of diagonal entries, one per unknown (gmin stepping and .ic forcing).

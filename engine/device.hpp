@@ -53,6 +53,13 @@ class PatternBuilder {
 
 enum class Integration { BackwardEuler, Trapezoidal, Gear2 };
 
+// The circuit temperature a device evaluates its parameters at (.temp, .options temp/tnom, a .dc temp sweep).
+struct Temperature {
+  static constexpr double kCtoK = 273.15;  // ngspice CONSTCtoK
+  double temp = 27.0 + kCtoK;  // [K] circuit temperature
+  double tnom = 27.0 + kCtoK;  // [K] default nominal temperature of model parameters (a model's TNOM overrides it)
+};
+
 // Everything load() needs. x, A, b are owned by the analysis.
 struct LoadContext {
   enum class Mode { Dc, Tran };
@@ -124,6 +131,10 @@ class Device {
   // Independent sources: sets the DC value [V or A] for a DC sweep; false if not sweepable.
   virtual bool set_dc(double) { return false; }
   virtual double dc_value() const { return 0.0; }
+  // Re-evaluates temperature-dependent values at t; called once after create() and at each point of a .dc temp
+  // sweep. At t.temp == t.tnom (27 C by default) a device's numbers must equal its temperature-free ones.
+  // Default: no temperature dependence.
+  virtual void set_temperature(const Temperature&) {}
   // Derived output signals of the device (e.g. ADC codes): appends {name, unit} pairs, e.g. {"code(adc1)", ""}.
   virtual void probes(std::vector<std::pair<std::string, std::string>>&) const {}
   // Values of those signals at solution x (size n_unknowns + 1) and time t [s] (0 in DC), appended to out.

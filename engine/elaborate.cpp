@@ -1,9 +1,11 @@
 // Elaboration (see elaborate.hpp): parameter evaluation, subcircuit flattening, model binding and
 // validation of analyses, options and initial conditions.
 #include "engine/elaborate.hpp"
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <string_view>
 #include <fmt/format.h>
 #include "engine/name_index.hpp"
@@ -73,6 +75,13 @@ class Elaborator {
     out_.node_names = {"0"};
     node_ids_.clear();
     names_.clear();
+    // `temper` in expressions: the circuit temperature [C], from .temp / .options temp when that is a constant.
+    top_.set("temper", 27.0);
+    for (const auto& a : pn_.options) {
+      double t;
+      if (a.name == "temp" && a.values.size() == 1 && evaluate_expr(a.values[0].text, a.values[0].loc, top_, t))
+        top_.set("temper", t);
+    }
     for (const auto& p : pn_.params) {
       double v;
       if (p.values.size() != 1) return Status::input(fmt::format("parameter '{}' needs one value", p.name), p.loc);
@@ -119,24 +128,45 @@ class Elaborator {
       out_.ics.emplace_back(NodeId(static_cast<int>(id)), v);
     }
     out_.outputs = pn_.outputs;
-    return {};
+    Status done;
+    done.warnings = warnings_;  // options and parameters without effect
+    return done;
   }
 
  private:
+  // .options / YAML options: through option_table(); a no_effect option warns, an unknown one is an error.
   Status options() {
-    Options& o = out_.options;
+    const ParamTable& table = option_table();
+    ParamValues pv = default_params(table);
     for (const auto& a : pn_.options) {
-      std::string text = a.values.empty() ? "1" : a.values[0].text;
-      if (a.name == "method") {
-        std::string m = to_lower(text);
-        if (m == "trap" || m == "trapezoidal") o.method = Integration::Trapezoidal;
-        else if (m == "gear" || m == "gear2" || m == "bdf2") o.method = Integration::Gear2;
-        else if (m == "euler" || m == "be") o.method = Integration::BackwardEuler;
-        else return Status::input(fmt::format("unknown integration method '{}'; expected trap, gear or euler", text), a.loc);
+      const int i = pv.index_of(a.name);
+      if (i < 0) {
+        std::string names;
+        for (const ParamSpec& s : table)
+          if (!s.no_effect) names += fmt::format("{}{}", names.empty() ? "" : ", ", s.name);
+        return Status::input(fmt::format("unknown option '{}'; expected {}", a.name, names), a.loc);
+      }
+      const ParamSpec& spec = table[i];
+      if (spec.no_effect) {
+        warn(fmt::format("{}:{}: option {} has no effect in anasim ({})", a.loc.file(), a.loc.line, a.name,
+                         spec.no_effect));
         continue;
       }
-      if (a.name == "power") {  // a flag: `.options power`, YAML `options: {power: true}`
-        const std::string m = to_lower(text);
+      std::string text = a.values.empty() ? "1" : a.values[0].text;
+      const std::string m = to_lower(text);
+      pv.given[i] = 1;
+      pv.loc[i] = a.loc;
+      if (spec.kind == ParamKind::Text) {  // method, with its other spellings
+        if (m == "trapezoidal") text = "trap";
+        else if (m == "gear2" || m == "bdf2") text = "gear";
+        else if (m == "be") text = "euler";
+        if (choice_index(spec, text) < 0)
+          return Status::input(fmt::format("unknown integration method '{}'; expected trap, gear or euler", text),
+                               a.loc);
+        pv.text()[i] = text;
+        continue;
+      }
+      if (spec.kind == ParamKind::Flag) {  // `.options power`, YAML `options: {power: true}`
         if (m == "true" || m == "yes" || m == "on") text = "1";
         else if (m == "false" || m == "no" || m == "off") text = "0";
       }
@@ -144,52 +174,26 @@ class Elaborator {
       if (!a.values.empty()) {
         if (Status st = evaluate_expr(text, a.values[0].loc, top_, v); !st) return st;
       }
-      auto positive = [&](double& field) -> Status {
-        if (!(v > 0)) return Status::input(fmt::format("option {} must be > 0, got {}", a.name, v), a.loc);
-        field = v;
-        return {};
-      };
-      // An iteration limit: a positive count that fits an int (converting a larger double to int is undefined).
-      auto iterations = [&](int& field) -> Status {
-        if (!(v >= 1) || v > 1e9)
-          return Status::input(fmt::format("option {} must be from 1 to 1e9, got {}", a.name, v), a.loc);
-        field = static_cast<int>(v);
-        return {};
-      };
-      Status st;
-      if (a.name == "reltol") st = positive(o.reltol);
-      else if (a.name == "abstol") st = positive(o.abstol);
-      else if (a.name == "vntol") st = positive(o.vntol);
-      else if (a.name == "chgtol") st = positive(o.chgtol);
-      else if (a.name == "trtol") st = positive(o.trtol);
-      else if (a.name == "gmin") st = positive(o.gmin);
-      else if (a.name == "itl1") st = iterations(o.itl1);
-      else if (a.name == "itl4") st = iterations(o.itl4);
-      else if (a.name == "maxdevices") {
-        int n = 0;
-        st = iterations(n);
-        o.maxdevices = n;
+      if (spec.min_exclusive ? !(v > spec.min) : !(v >= spec.min && v <= spec.max)) {
+        auto num = [](double x) {  // 1e9 rather than 1e+09
+          const double e = std::round(std::log10(x));
+          return x >= 1e6 && x == std::pow(10.0, e) ? fmt::format("1e{}", e) : fmt::format("{}", x);
+        };
+        std::string want = spec.min_exclusive                 ? fmt::format("> {}", num(spec.min))
+                           : spec.max - spec.min == 1         ? fmt::format("{} or {}", num(spec.min), num(spec.max))
+                           : !std::isfinite(spec.max)         ? fmt::format(">= {}", num(spec.min))
+                                                              : fmt::format("from {} to {}", num(spec.min), num(spec.max));
+        return Status::input(fmt::format("option {} must be {}, got {}", a.name, want, v), a.loc);
       }
-      else if (a.name == "maxord") {
-        if (v != 1 && v != 2) st = Status::input(fmt::format("option maxord must be 1 or 2, got {}", v), a.loc);
-        else o.maxord = static_cast<int>(v);
-      }
-      else if (a.name == "klu") { o.klu = v != 0; }
-      else if (a.name == "power") { o.power = v != 0; }
-      else if (a.name == "itl2" || a.name == "itl3" || a.name == "itl5" || a.name == "temp" || a.name == "tnom" ||
-               a.name == "noacct" || a.name == "nopage" || a.name == "post" || a.name == "acct" || a.name == "sparse" ||
-               a.name == "pivtol" || a.name == "pivrel" || a.name == "savecurrents" || a.name == "interp")
-        continue;  // accepted for SPICE compatibility, no effect
-      else
-        return Status::input(fmt::format("unknown option '{}'; expected reltol, abstol, vntol, chgtol, trtol, gmin, "
-                                         "itl1, itl4, method, maxord, power or maxdevices", a.name), a.loc);
-      if (!st) return st;
+      pv.value[i] = v;
     }
-    if (o.maxord < 1 || o.maxord > 2)
-      return Status::input("option maxord must be 1 or 2");
-    return {};
+    return apply_params(pv, out_.options, "options");
   }
 
+  // A warning of the elaboration, each text once (a model shared by many devices warns once).
+  void warn(std::string text) const {
+    if (warned_.insert(text).second) warnings_.push_back(std::move(text));
+  }
 
   // `name` is already mapped (map_node), so ground is spelled "0".
   NodeId node(std::string_view name) {
@@ -323,11 +327,26 @@ class Elaborator {
     const DeviceType* type = &t;
     const std::string& full = fd.name;
     fd.params = default_params(type->params);
-    if (Status st = assign_params(fd.params, inst.params, scope, type->long_name, full); !st)
-      return st;
+    Status given = assign_params(fd.params, inst.params, scope, type->long_name, full);
+    if (!given) return given;
+    for (std::string& w : given.warnings) warn(std::move(w));
     if (Status st = apply_tolerances(fd, inst.params, scope, var_); !st) return st;
+    // R, C: a bare name after the nodes that names no model but a parameter is the value (r1 a b rval).
+    // A name that is no model is read as the value when the value is not given otherwise (an unknown name then
+    // reads as an unknown parameter).
+    const bool value_named = type->model_optional && !type->positional.empty() && !inst.model.empty() &&
+                             !models.find(inst.model) && !fd.params.has(fd.params.index_of(type->positional[0]));
+    if (value_named) {
+      ParamAssign pa;
+      pa.name = type->positional[0];
+      pa.loc = inst.model_loc;
+      pa.values.push_back(ValueExpr{inst.model, inst.model_loc});
+      if (Status st = assign_params(fd.params, {pa}, scope, type->long_name, full); !st) return st;
+    }
+    // A parameter without a default must be given, unless a model may supply it (R, C).
+    const bool model_supplies = type->model_optional && !inst.model.empty() && !value_named;
     for (size_t i = 0; i < type->params.size(); ++i) {
-      if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) &&
+      if (std::isnan(fd.params.value[i]) && !fd.params.has(static_cast<int>(i)) && !model_supplies &&
           type->params[i].kind == ParamKind::Real)
         return Status::input(fmt::format("{} '{}' needs a value for '{}' ({})", type->long_name, inst.name,
                                          type->params[i].name, type->params[i].description), inst.loc);
@@ -341,7 +360,7 @@ class Elaborator {
     }
     if (!type->model_type.empty()) {
       fd.model = default_params(type->model_params);
-      if (!inst.model.empty()) {
+      if (!inst.model.empty() && !value_named) {
         const ModelDef* md = models.find(inst.model);
         if (!md && type->builtin_model(inst.model, fd.model)) {
           fd.model_name = inst.model;
@@ -355,7 +374,9 @@ class Elaborator {
                                            md->type, type->long_name, inst.name, type->model_type),
                                inst.model_loc.valid() ? inst.model_loc : inst.loc);
         if (md) {
-          if (Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name)); !st) return st;
+          Status st = assign_params(fd.model, md->params, scope, fmt::format("model '{}'", md->name));
+          if (!st) return st;
+          for (std::string& w : st.warnings) warn(std::move(w));
           fd.model_name = md->name;
         }
       } else if (!type->model_optional) {
@@ -392,6 +413,37 @@ class Elaborator {
     return {};
   }
 
+  // The first expression of the netlist that reads `temper` (a whole word), nullptr if none.
+  const ValueExpr* find_temper() const {
+    auto reads = [](const std::string& text) {
+      for (size_t p = text.find("temper"); p != std::string::npos; p = text.find("temper", p + 1)) {
+        auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        if ((p == 0 || !word(text[p - 1])) && (p + 6 >= text.size() || !word(text[p + 6]))) return true;
+      }
+      return false;
+    };
+    auto in = [&](const std::vector<ParamAssign>& as) -> const ValueExpr* {
+      for (const auto& a : as)
+        for (const auto& v : a.values)
+          if (reads(to_lower(v.text))) return &v;
+      return nullptr;
+    };
+    auto in_devices = [&](const std::vector<DeviceInstance>& ds, const std::vector<ModelDef>& ms) -> const ValueExpr* {
+      for (const auto& d : ds)
+        if (const ValueExpr* e = in(d.params)) return e;
+      for (const auto& m : ms)
+        if (const ValueExpr* e = in(m.params)) return e;
+      return nullptr;
+    };
+    if (const ValueExpr* e = in(pn_.params)) return e;
+    if (const ValueExpr* e = in_devices(pn_.devices, pn_.models)) return e;
+    for (const auto& sd : pn_.subckts) {
+      if (const ValueExpr* e = in(sd.params)) return e;
+      if (const ValueExpr* e = in_devices(sd.devices, sd.models)) return e;
+    }
+    return nullptr;
+  }
+
   Status eval(const ValueExpr& e, double def, double& out, const SourceLoc& where, const char* what) {
     if (e.text.empty()) {
       if (std::isnan(def)) return Status::input(fmt::format("missing {}", what), where);
@@ -419,7 +471,12 @@ class Elaborator {
             sw.source = s.source;
             sw.loc = s.loc;
             const size_t k = names_.find(s.source, names_of(out_.devices));
-            if (k == NameIndex::npos || !out_.devices[k].type->source_syntax)
+            sw.temperature = s.source == "temp" && k == NameIndex::npos;
+            if (sw.temperature) {
+              if (const ValueExpr* e = find_temper(); e)
+                return Status::input("`temper` in an expression is evaluated once, at the .temp temperature; a "
+                                     ".dc temp sweep would not re-evaluate it (unsupported)", e->loc);
+            } else if (k == NameIndex::npos || !out_.devices[k].type->source_syntax)
               return Status::input(fmt::format(".dc sweeps '{}', which is not an independent source in this circuit",
                                                s.source), s.loc);
             if (Status st = eval(s.start, nan, sw.start, s.loc, "sweep start"); !st) return st;
@@ -491,6 +548,8 @@ class Elaborator {
   std::map<std::string, const SubcktDef*> subckts_;
   NameIndex node_ids_;  // node name -> NodeId, into out_.node_names (ground "0" is not in it)
   NameIndex names_;     // device name -> index into out_.devices
+  mutable std::vector<std::string> warnings_;  // warn(): returned with the result
+  mutable std::set<std::string> warned_;
 };
 
 }  // namespace
@@ -507,6 +566,70 @@ uint64_t variation_seed(uint64_t seed, int trial, const std::string& owner, cons
   h = (h ^ 0u) * 1099511628211ULL;
   for (char c : what) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   return mix(mix(seed) ^ mix(static_cast<uint64_t>(trial) + 0x632be59bd9b4e019ULL) ^ h);
+}
+
+const ParamTable& option_table() {
+  using P = ParamDecl;
+  using O = Options;
+  // Options of other simulators that cannot change a result anasim computes: output format and listing
+  // controls, accounting, and convergence aids whose solution (when there is one) is the same.
+  static const char* const kListing = "listing or output format only";
+  static const char* const kConvergence = "a convergence aid; it does not change a converged answer";
+  static const char* const kNoMos = "MOS defaults; anasim has no MOS devices";
+  static const ParamTable table = {
+      P("reltol").def(1e-3).above(0).doc("relative tolerance").bind<&O::reltol>(),
+      P("abstol").unit("A").def(1e-12).above(0).doc("current tolerance").bind<&O::abstol>(),
+      P("vntol").unit("V").def(1e-6).above(0).doc("voltage tolerance").bind<&O::vntol>(),
+      P("chgtol").unit("C").def(1e-14).above(0).doc("charge tolerance (truncation error)").bind<&O::chgtol>(),
+      P("trtol").def(7).above(0).doc("truncation-error overestimation factor").bind<&O::trtol>(),
+      P("gmin").unit("S").def(1e-12).above(0).doc("minimum conductance across junctions").bind<&O::gmin>(),
+      P("itl1").def(100).range(1, 1e9).doc("DC Newton iteration limit").bind<&O::itl1>(),
+      P("itl4").def(10).range(1, 1e9).doc("transient Newton iteration limit per step").bind<&O::itl4>(),
+      P("method").choices("euler|trap|gear").def(1).doc("integration method (trapezoidal, gear2, bdf2, be also read)")
+          .bind<&O::method>(),
+      P("maxord").def(2).range(1, 2).doc("highest integration order").bind<&O::maxord>(),
+      P("klu").kind(ParamKind::Flag).def(1).range(0, 1).doc("KLU sparse solver").no_effect("anasim always uses KLU"),
+      P("power").kind(ParamKind::Flag).def(0).range(0, 1).doc("power probes in every op, dc and tran")
+          .bind<&O::power>(),
+      P("maxdevices").def(10e6).range(1, 1e9).doc("device limit after subcircuit expansion").bind<&O::maxdevices>(),
+      P("temp").unit("C").def(27).range(-273.15, kInf).doc("circuit temperature (as .temp)").bind<&O::temp>(),
+      P("tnom").unit("C").def(27).range(-273.15, kInf).doc("nominal temperature of model parameters")
+          .bind<&O::tnom>(),
+      P("itl2").def(50).doc("DC transfer-curve iteration limit").no_effect(kConvergence),
+      P("itl3").def(4).doc("lower transient iteration limit").no_effect(kConvergence),
+      P("itl5").def(5000).doc("total transient iteration limit").no_effect(kConvergence),
+      P("itl6").def(0).doc("source-stepping steps").no_effect(kConvergence),
+      P("gminsteps").def(0).doc("gmin-stepping steps").no_effect(kConvergence),
+      P("srcsteps").def(0).doc("source-stepping steps").no_effect(kConvergence),
+      P("pivtol").def(1e-13).doc("pivot tolerance").no_effect(kConvergence),
+      P("pivrel").def(1e-3).doc("relative pivot ratio").no_effect(kConvergence),
+      P("sparse").kind(ParamKind::Flag).def(1).doc("sparse solver").no_effect(kConvergence),
+      P("dcstep").def(0).doc("HSPICE DC convergence conductance").no_effect(kConvergence),
+      P("acct").kind(ParamKind::Flag).doc("accounting").no_effect(kListing),
+      P("noacct").kind(ParamKind::Flag).doc("no accounting").no_effect(kListing),
+      P("nopage").kind(ParamKind::Flag).doc("no page breaks").no_effect(kListing),
+      P("list").kind(ParamKind::Flag).doc("list the deck").no_effect(kListing),
+      P("node").kind(ParamKind::Flag).doc("node table").no_effect(kListing),
+      P("nomod").kind(ParamKind::Flag).doc("no model listing").no_effect(kListing),
+      P("opts").kind(ParamKind::Flag).doc("option listing").no_effect(kListing),
+      P("post").def(1).doc("HSPICE output file").no_effect(kListing),
+      P("probe").kind(ParamKind::Flag).doc("HSPICE: write only probed signals").no_effect(kListing),
+      P("ingold").def(0).doc("HSPICE number format").no_effect(kListing),
+      P("numdgt").def(4).doc("printed digits").no_effect(kListing),
+      P("brief").kind(ParamKind::Flag).doc("HSPICE short listing").no_effect(kListing),
+      P("nowarn").kind(ParamKind::Flag).doc("suppress warnings").no_effect(kListing),
+      P("noinit").kind(ParamKind::Flag).doc("no operating-point printout").no_effect(kListing),
+      P("keepopinfo").kind(ParamKind::Flag).doc("keep op information").no_effect(kListing),
+      P("savecurrents").kind(ParamKind::Flag).doc("device currents (anasim writes source currents)")
+          .no_effect(kListing),
+      P("maxwarns").def(0).doc("warning limit").no_effect(kListing),
+      P("filetype").kind(ParamKind::Text).doc("raw file format").no_effect(kListing),
+      P("defl").unit("m").doc("MOS default length").no_effect(kNoMos),
+      P("defw").unit("m").doc("MOS default width").no_effect(kNoMos),
+      P("defad").unit("m^2").doc("MOS default drain area").no_effect(kNoMos),
+      P("defas").unit("m^2").doc("MOS default source area").no_effect(kNoMos),
+  };
+  return table;
 }
 
 Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out, const Variation* var) {

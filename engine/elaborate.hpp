@@ -39,10 +39,14 @@ struct Options {
   bool klu = true;          // accepted for ngspice compatibility (anasim always uses KLU)
   bool power = false;       // power probes p(...) (and e(...) in tran) in every op, dc and tran (.options power)
   long maxdevices = 10'000'000;  // devices after subcircuit expansion (a fan-out stops here with a message)
+  double temp = 27.0;       // [C] circuit temperature (.temp, .options temp)
+  double tnom = 27.0;       // [C] nominal temperature of model parameters (.options tnom)
+  Temperature temperature() const { return {temp + Temperature::kCtoK, tnom + Temperature::kCtoK}; }
 };
 
 struct DcSweep {
-  std::string source;  // flattened device name
+  std::string source;  // flattened device name, or "temp"
+  bool temperature = false;  // the swept value is the circuit temperature [C] (.dc temp ...), not a source's
   double start = 0, stop = 0, step = 0;
   SourceLoc loc;
 };
@@ -102,6 +106,10 @@ struct Variation {
 // same first error) as on one. On an error, `out` holds an unspecified part of the netlist.
 Status elaborate(const ParsedNetlist& pn, const DeviceCatalog& catalog, FlatNetlist& out,
                  const Variation* var = nullptr);
+
+// Every option `.options` and YAML `options:` accept, bound to Options. Options of other simulators that cannot
+// change a result are listed with no_effect (they warn); any other name is an error.
+const ParamTable& option_table();
 
 // Deterministic random stream for one named quantity of one trial (used by elaborate and by devices
 // with their own statistical models).

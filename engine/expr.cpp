@@ -77,11 +77,14 @@ NumScan scan_number(std::string_view s, size_t pos, double& value, size_t& end) 
   double mant = 0.0;
   auto res = std::from_chars(s.data() + pos, s.data() + p, mant);
   size_t q = p;
+  // The micro suffix also as UTF-8 µ (U+00B5) or μ (U+03BC), as ngspice reads it ("10µF").
+  const bool micro = q + 1 < n && ((s[q] == '\xC2' && s[q + 1] == '\xB5') || (s[q] == '\xCE' && s[q + 1] == '\xBC'));
+  if (micro) q += 2;
   while (q < n && is_alpha(s[q])) ++q;
   end = q;
   if (res.ec == std::errc::result_out_of_range) return NumScan::OutOfRange;
   if (res.ec != std::errc() || res.ptr != s.data() + p) return NumScan::NotANumber;
-  value = mant * suffix_scale(s.substr(p, q - p));
+  value = mant * (micro ? 1e-6 : suffix_scale(s.substr(p, q - p)));
   if (!std::isfinite(value) || (value == 0.0 && mant != 0.0)) return NumScan::OutOfRange;
   return NumScan::Ok;
 }
@@ -92,11 +95,29 @@ struct Func {
 };
 
 const Func kFuncs[] = {
-    {"sqrt", 1, 1},  {"exp", 1, 1},   {"log", 1, 1},  {"ln", 1, 1},    {"log10", 1, 1}, {"sin", 1, 1},
-    {"cos", 1, 1},   {"tan", 1, 1},   {"asin", 1, 1}, {"acos", 1, 1},  {"atan", 1, 1},  {"atan2", 2, 2},
-    {"sinh", 1, 1},  {"cosh", 1, 1},  {"tanh", 1, 1}, {"abs", 1, 1},   {"sgn", 1, 1},   {"floor", 1, 1},
-    {"ceil", 1, 1},  {"pow", 2, 2},   {"min", 2, -1}, {"max", 2, -1},
+    {"sqrt", 1, 1},   {"exp", 1, 1},    {"log", 1, 1},   {"ln", 1, 1},    {"log10", 1, 1},  {"sin", 1, 1},
+    {"cos", 1, 1},    {"tan", 1, 1},    {"asin", 1, 1},  {"acos", 1, 1},  {"atan", 1, 1},   {"atan2", 2, 2},
+    {"sinh", 1, 1},   {"cosh", 1, 1},   {"tanh", 1, 1},  {"abs", 1, 1},   {"sgn", 1, 1},    {"floor", 1, 1},
+    {"ceil", 1, 1},   {"pow", 2, 2},    {"min", 1, -1},  {"max", 1, -1},  {"pwr", 2, 2},    {"nint", 1, 1},
+    {"int", 1, 1},    {"sqr", 1, 1},    {"asinh", 1, 1}, {"acosh", 1, 1}, {"atanh", 1, 1},  {"arctan", 1, 1},
+    {"u", 1, 1},      {"u2", 1, 1},     {"uramp", 1, 1}, {"eq0", 1, 1},   {"ne0", 1, 1},    {"gt0", 1, 1},
+    {"lt0", 1, 1},    {"ge0", 1, 1},    {"le0", 1, 1},   {"limit", 3, 3}, {"ternary_fcn", 3, 3},
+    {"pwl", 5, -1},
 };
+
+// pwl(x, x1, y1, x2, y2, ...): linear interpolation in the points (x ascending), extrapolated along the first and
+// last segments (ngspice PTpwl). a holds x then the pairs.
+double pwl_value(const double* a, size_t n) {
+  const size_t pts = (n - 1) / 2;
+  size_t k0 = 0, k1 = pts - 1;
+  while (k1 - k0 > 1) {
+    const size_t k = (k0 + k1) / 2;
+    if (a[1 + 2 * k] > a[0]) k1 = k;
+    else k0 = k;
+  }
+  const double x0 = a[1 + 2 * k0], y0 = a[2 + 2 * k0], x1 = a[1 + 2 * k1], y1 = a[2 + 2 * k1];
+  return y0 + (y1 - y0) * (a[0] - x0) / (x1 - x0);
+}
 
 double apply_function(const std::string& f, const std::vector<double>& a) {
   if (f == "sqrt") return std::sqrt(a[0]);
@@ -108,19 +129,49 @@ double apply_function(const std::string& f, const std::vector<double>& a) {
   if (f == "tan") return std::tan(a[0]);
   if (f == "asin") return std::asin(a[0]);
   if (f == "acos") return std::acos(a[0]);
-  if (f == "atan") return std::atan(a[0]);
+  if (f == "atan" || f == "arctan") return std::atan(a[0]);
   if (f == "atan2") return std::atan2(a[0], a[1]);
   if (f == "sinh") return std::sinh(a[0]);
   if (f == "cosh") return std::cosh(a[0]);
   if (f == "tanh") return std::tanh(a[0]);
+  if (f == "asinh") return std::asinh(a[0]);
+  if (f == "acosh") return std::acosh(a[0]);
+  if (f == "atanh") return std::atanh(a[0]);
   if (f == "abs") return std::fabs(a[0]);
   if (f == "sgn") return a[0] > 0 ? 1.0 : (a[0] < 0 ? -1.0 : 0.0);
   if (f == "floor") return std::floor(a[0]);
   if (f == "ceil") return std::ceil(a[0]);
+  if (f == "int") return std::trunc(a[0]);
+  if (f == "nint") return std::nearbyint(a[0]);
+  if (f == "sqr") return a[0] * a[0];
   if (f == "pow") return std::pow(a[0], a[1]);
+  if (f == "pwr") return std::pow(std::fabs(a[0]), a[1]);  // numparam's pwr (the B source's keeps the sign)
+  if (f == "u") return a[0] > 0 ? 1.0 : a[0] < 0 ? 0.0 : 0.5;
+  if (f == "u2") return a[0] <= 0 ? 0.0 : a[0] <= 1 ? a[0] : 1.0;
+  if (f == "uramp") return a[0] > 0 ? a[0] : 0.0;
+  if (f == "eq0") return a[0] == 0;
+  if (f == "ne0") return a[0] != 0;
+  if (f == "gt0") return a[0] > 0;
+  if (f == "lt0") return a[0] < 0;
+  if (f == "ge0") return a[0] >= 0;
+  if (f == "le0") return a[0] <= 0;
+  if (f == "limit") return a[0] < a[1] ? a[1] : a[0] > a[2] ? a[2] : a[0];
+  if (f == "ternary_fcn") return a[0] != 0 ? a[1] : a[2];
+  if (f == "pwl") return pwl_value(a.data(), a.size());
   double r = a[0];
   for (double x : a) r = (f == "min") ? std::min(r, x) : std::max(r, x);
   return r;
+}
+
+// pwl()'s arguments: x and at least two (x, y) pairs, x ascending; "" or what is wrong.
+std::string pwl_check(const std::vector<double>& a) {
+  if (a.size() % 2 == 0 || a.size() < 5)
+    return fmt::format("pwl(x, x1, y1, x2, y2, ...) needs x and at least two (x, y) pairs, got {} arguments",
+                       a.size());
+  for (size_t k = 3; k < a.size(); k += 2)
+    if (!(a[k] > a[k - 2]))
+      return fmt::format("pwl: the x values must increase, got {} after {}", a[k], a[k - 2]);
+  return {};
 }
 
 constexpr int kMaxDepth = 200;
@@ -407,6 +458,9 @@ class ExprParser {
 
   bool call(const std::string& name, size_t name_pos, V& v) {
     const Func* f = sink_.function(name);
+    if (!f && name == "ddt")
+      return error(name_pos, "ddt() (a time derivative) is not supported in anasim; model it with a capacitor "
+                             "(i = C dv/dt) or an inductor");
     if (!f) return error(name_pos, fmt::format("unknown function '{}'", name));
     size_t open = p_++;  // at '('
     std::vector<V> args;
@@ -489,6 +543,8 @@ struct EvalSink {
     return nullptr;
   }
   std::string call(const std::string& name, const std::vector<double>& args, double& v) {
+    if (name == "pwl")
+      if (std::string e = pwl_check(args); !e.empty()) return e;
     v = apply_function(name, args);
     bool args_finite = true;
     for (double a : args) args_finite = args_finite && std::isfinite(a);
@@ -505,7 +561,7 @@ struct EvalSink {
 
 int arity(ExprOp op) {
   if (op <= ExprOp::Time) return 0;
-  if (op <= ExprOp::Ramp) return 1;
+  if (op <= ExprOp::Sqr) return 1;
   if (op <= ExprOp::Or) return 2;
   return 3;
 }
@@ -554,6 +610,8 @@ D1 unary_op(ExprOp op, double a) {
     case ExprOp::Step: return {a > 0 ? 1.0 : a < 0 ? 0.0 : 0.5, 0};
     case ExprOp::Step2: return {a <= 0 ? 0.0 : a <= 1 ? a : 1.0, a > 0 && a <= 1 ? 1.0 : 0.0};
     case ExprOp::Ramp: return {a > 0 ? a : 0.0, a > 0 ? 1.0 : a < 0 ? 0.0 : 0.5};  // ngspice: d uramp = u
+    case ExprOp::Trunc: return {std::trunc(a), 0};
+    case ExprOp::Sqr: return {a * a, 2 * a};
     default: return {0, 0};
   }
 }
@@ -608,7 +666,7 @@ double fold_value(ExprOp op, const double* v) {
   }
 }
 
-// B-source functions (ngspice names) and their ops; min/max take two or more arguments (folded pairwise).
+// B-source functions (ngspice names) and their ops; min/max take one or more arguments (folded pairwise).
 struct BFunc {
   const char* name;
   ExprOp op;
@@ -624,8 +682,13 @@ const BFunc kBFuncs[] = {
     {"abs", ExprOp::Abs, 1, 1},     {"sgn", ExprOp::Sgn, 1, 1},     {"floor", ExprOp::Floor, 1, 1},
     {"ceil", ExprOp::Ceil, 1, 1},   {"nint", ExprOp::Nint, 1, 1},   {"u", ExprOp::Step, 1, 1},
     {"u2", ExprOp::Step2, 1, 1},    {"uramp", ExprOp::Ramp, 1, 1},  {"pow", ExprOp::Pow, 2, 2},
-    {"pwr", ExprOp::Pwr, 2, 2},     {"min", ExprOp::Min, 2, -1},    {"max", ExprOp::Max, 2, -1},
-    {"limit", ExprOp::Limit, 3, 3},
+    {"pwr", ExprOp::Pwr, 2, 2},     {"min", ExprOp::Min, 1, -1},    {"max", ExprOp::Max, 1, -1},
+    {"limit", ExprOp::Limit, 3, 3},  {"int", ExprOp::Trunc, 1, 1},   {"sqr", ExprOp::Sqr, 1, 1},
+    {"arctan", ExprOp::Atan, 1, 1},
+    // Composed of the ops above by ExprCompiler::call (ExprOp::Const marks them).
+    {"eq0", ExprOp::Const, 1, 1},    {"ne0", ExprOp::Const, 1, 1},   {"gt0", ExprOp::Const, 1, 1},
+    {"lt0", ExprOp::Const, 1, 1},    {"ge0", ExprOp::Const, 1, 1},   {"le0", ExprOp::Const, 1, 1},
+    {"ternary_fcn", ExprOp::Const, 3, 3}, {"pwl", ExprOp::Const, 5, -1},
 };
 // The B-source table in the parser's Func form, built once.
 const std::vector<Func>& bfunc_specs() {
@@ -700,6 +763,7 @@ class ExprCompiler {
       v = acc;
       return {};
     }
+    if (op == ExprOp::Const) return composed(name, args, v);
     return apply_n(op, args, v);
   }
 
@@ -759,6 +823,62 @@ class ExprCompiler {
     }
     out_.code_.push_back({ExprOp::Var, k, 0});
     v.is_const = false;
+  }
+
+  // Functions written with the tape's ops: eq0 ... le0 compare with 0, ternary_fcn is c ? a : b, and
+  // pwl(x, x1, y1, ...) (constant points) is y1 + s1 (x - x1) + sum over inner points k of (s_k - s_(k-1))
+  // uramp(x - x_k), s_k the slope of segment k: ngspice's interpolation, extrapolated along the end segments.
+  std::string composed(const std::string& name, const std::vector<Value>& args, Value& v) {
+    static const std::pair<const char*, ExprOp> kCompare[] = {{"eq0", ExprOp::Eq}, {"ne0", ExprOp::Ne},
+                                                              {"gt0", ExprOp::Gt}, {"lt0", ExprOp::Lt},
+                                                              {"ge0", ExprOp::Ge}, {"le0", ExprOp::Le}};
+    for (const auto& [fn, op] : kCompare) {
+      if (name != fn) continue;
+      Value zero;
+      constant(0.0, zero);
+      return apply(op, {args[0], zero}, v);
+    }
+    if (name == "ternary_fcn") return apply_n(ExprOp::Select, args, v);
+    auto& code = out_.code_;
+    std::vector<double> pts;  // the constant arguments after x, each the last instruction of its own
+    for (size_t k = 1; k < args.size(); ++k) {
+      if (!args[k].is_const) return "pwl: the points (x1, y1, x2, y2, ...) must be constants";
+      pts.push_back(code[code.size() - args.size() + k].c);
+    }
+    code.resize(code.size() - pts.size());
+    std::vector<double> all{0.0};
+    all.insert(all.end(), pts.begin(), pts.end());
+    if (std::string e = pwl_check(all); !e.empty()) return e;
+    if (args[0].is_const) {
+      all[0] = code.back().c;
+      code.back().c = pwl_value(all.data(), all.size());
+      v.is_const = true;
+      return {};
+    }
+    // x's instructions: the sub-tape ending at the last instruction.
+    size_t start = code.size();
+    for (int need = 1; need > 0;) need += arity(code[--start].op) - 1;
+    const std::vector<CompiledExpr::Instr> x(code.begin() + static_cast<long>(start), code.end());
+    const size_t n = pts.size() / 2;
+    auto slope = [&](size_t k) { return (pts[2 * k + 3] - pts[2 * k + 1]) / (pts[2 * k + 2] - pts[2 * k]); };
+    auto push = [&](ExprOp op, double c = 0) { code.push_back({op, 0, c}); };
+    push(ExprOp::Const, pts[0]);  // x is on the stack: s1 (x - x1) + y1
+    push(ExprOp::Sub);
+    push(ExprOp::Const, slope(0));
+    push(ExprOp::Mul);
+    push(ExprOp::Const, pts[1]);
+    push(ExprOp::Add);
+    for (size_t k = 1; k + 1 < n; ++k) {  // + (s_k - s_(k-1)) uramp(x - x_k); finish() merges the copies of x
+      code.insert(code.end(), x.begin(), x.end());
+      push(ExprOp::Const, pts[2 * k]);
+      push(ExprOp::Sub);
+      push(ExprOp::Ramp);
+      push(ExprOp::Const, slope(k) - slope(k - 1));
+      push(ExprOp::Mul);
+      push(ExprOp::Add);
+    }
+    v.is_const = false;
+    return {};
   }
 
   // Appends op over the last args.size() stack values; if they are all constants, folds them into one.
@@ -835,7 +955,7 @@ double CompiledExpr::eval(const double* x, double t, double* grad, double* work,
         }
         [[fallthrough]];
       default:
-        if (in.op <= ExprOp::Ramp) {
+        if (in.op <= ExprOp::Sqr) {
           const D1 r = unary_op(in.op, val[in.a]);
           val[i] = r.f;
           pa[i] = r.da;
@@ -906,6 +1026,8 @@ std::string CompiledExpr::text(const std::function<std::string(const ExprQuantit
       case ExprOp::Or: r = "(" + a[0] + "||" + a[1] + ")"; break;
       case ExprOp::Select: r = "(" + a[0] + "?" + a[1] + ":" + a[2] + ")"; break;
       case ExprOp::Limit: r = "min(max(" + a[0] + "," + a[1] + ")," + a[2] + ")"; break;  // ngspice has no limit()
+      case ExprOp::Trunc: r = "(sgn(" + a[0] + ")*floor(abs(" + a[0] + ")))"; break;  // nor int()
+      case ExprOp::Sqr: r = "(" + a[0] + "*" + a[0] + ")"; break;
       default: r = std::string(fn ? fn : "?") + "(" + fmt::format("{}", fmt::join(a, ",")) + ")";
     }
     st.push_back(std::move(r));

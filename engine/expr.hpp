@@ -27,7 +27,10 @@ class Scope {
 std::optional<double> parse_spice_number(const std::string& text);
 
 // Evaluates an expression: numbers (with suffixes), parameter names, + - * / ^ ** unary -, parentheses,
-// functions sqrt exp log log10 ln sin cos tan atan abs min max pow floor ceil, constants pi.
+// the functions of ngspice's numparam and B sources (sqrt sqr exp log ln log10 sin cos tan asin acos atan arctan
+// atan2 sinh cosh tanh asinh acosh atanh abs sgn floor ceil int nint pow pwr min max limit u u2 uramp
+// eq0 ne0 gt0 lt0 ge0 le0 ternary_fcn pwl), constants pi. pwr(x, y) is |x|^y here (numparam) and sgn(x) |x|^y in
+// behavioural expressions (B source), as in ngspice. A domain error names the function, located at its name.
 // Surrounding braces or quotes ("{...}", "'...'") are stripped. On error returns a Status located at
 // the offending character (column offset from loc).
 // Both kinds of expression also take comparisons (< <= > >= == !=, value 1 or 0), ! && || and c ? a : b.
@@ -50,7 +53,7 @@ struct ExprQuantity {
 enum class ExprOp : uint8_t {
   Const, Var, Time,
   Neg, Not, Sqrt, Exp, Ln, Log10, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh,
-  Abs, Sgn, Floor, Ceil, Nint, Step, Step2, Ramp,
+  Abs, Sgn, Floor, Ceil, Nint, Step, Step2, Ramp, Trunc, Sqr,
   Add, Sub, Mul, Div, Pow, Pwr, Atan2, Min, Max, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   Select, Limit,
 };

@@ -168,6 +168,10 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
       st.warnings.push_back(fmt::format("{}parameter {} of {} given more than once; the last value is used",
                                         a.loc.valid() ? fmt::format("{}:{}: ", a.loc.file(), a.loc.line) : "",
                                         spec.name, what()));
+    if (spec.no_effect)
+      st.warnings.push_back(fmt::format("{}parameter {} of {} has no effect in anasim ({})",
+                                        a.loc.valid() ? fmt::format("{}:{}: ", a.loc.file(), a.loc.line) : "",
+                                        spec.name, what(), spec.no_effect));
     if (spec.kind == ParamKind::List) {
       std::vector<double> vals;
       bool ok = true;

@@ -56,6 +56,9 @@ struct ParamSpec {
   // parameter by name (set_param) resets this one to follow it again.
   const char* fallback = nullptr;
   ParamBinding bind;        // the struct member the value goes to (apply_params / read_params); may be empty
+  // Accepted for compatibility but without effect on any result (noise-only model parameters, listing options):
+  // assigning it warns with this reason ("affects only noise analysis"). nullptr: the parameter has an effect.
+  const char* no_effect = nullptr;
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -152,7 +155,8 @@ Status assign_params(ParamValues& pv, const std::vector<ParamAssign>& assigns, c
 // Defaults: unit "", def 0, range [-inf, inf], Real.
 class ParamDecl {
  public:
-  explicit ParamDecl(const char* name) : s_{name, "", 0.0, -kInf, kInf, "", ParamKind::Real, false, nullptr, nullptr, nullptr, {}} {}
+  explicit ParamDecl(const char* name)
+      : s_{name, "", 0.0, -kInf, kInf, "", ParamKind::Real, false, nullptr, nullptr, nullptr, {}, nullptr} {}
   ParamDecl& unit(const char* u) { s_.unit = u; return *this; }
   ParamDecl& def(double v) { s_.def = v; return *this; }
   ParamDecl& range(double lo, double hi) { s_.min = lo; s_.max = hi; s_.min_exclusive = false; return *this; }
@@ -162,6 +166,7 @@ class ParamDecl {
   ParamDecl& alias(const char* a) { s_.alias = a; return *this; }
   ParamDecl& choices(const char* c) { s_.kind = ParamKind::Text; s_.choices = c; return *this; }
   ParamDecl& fallback(const char* other) { s_.fallback = other; return *this; }
+  ParamDecl& no_effect(const char* why) { s_.no_effect = why; return *this; }
   // The member the value goes to: double, float, int, long, std::uint64_t (integers checked), bool, std::string
   // (Text), std::vector<double> (List), an enum (Text with choices()), std::optional<double> (empty when the
   // parameter is not given: an initial condition, an override) or std::shared_ptr<CompiledExpr> (Expr; null when

@@ -164,7 +164,7 @@ std::string first_defined(const SourceLoc& first, const SourceLoc& here) {
   return fmt::format("first defined at {}:{}", first.file(), first.line);
 }
 
-const char* const kSourceKeywords[] = {"dc", "ac", "pulse", "sin", "exp", "pwl"};
+const char* const kSourceKeywords[] = {"dc", "ac", "pulse", "sin", "exp", "pwl", "am", "sffm", "distof1", "distof2"};
 
 bool is_source_keyword(std::string_view w) {
   for (const char* k : kSourceKeywords)
@@ -178,7 +178,9 @@ struct ListSpec {
   const char* args;
 };
 const ListSpec kListSpecs[] = {
-    {"pulse", 2, 7, "v1 v2 [td tr tf pw per]"},
+    {"pulse", 2, 8, "v1 v2 [td tr tf pw per np]"},
+    {"am", 2, 7, "va vo [mf fc td phasec phases]"},
+    {"sffm", 2, 7, "vo va [fc mdi fs phasec phases]"},
     {"sin", 2, 6, "vo va [freq td theta phase]"},
     {"exp", 2, 6, "v1 v2 [td1 tau1 td2 tau2]"},
     {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
@@ -511,6 +513,8 @@ class SpiceParser {
       if (card == ".end") return false;
       if (card == ".control") {
         in_control_ = true;
+        warn(at(L, b), "a .control block holds ngspice script commands, which anasim does not run: ignored up to "
+                       ".endc");
         return true;
       }
       if (card == ".title") {
@@ -621,7 +625,7 @@ class SpiceParser {
       d.model_loc = at(L, t[i]);
       ++i;
     }
-    if (!type.model_type.empty()) {
+    if (!type.model_type.empty() && !type.model_optional) {
       if (!is_word(t, i) || is_named(t, i))
         return err(at_or_end(L, t, i), fmt::format("expected a .model name (type {}) after the nodes of {} '{}', got {}",
                                                    type.model_type, type.long_name, d.name, describe(L, t, i)));
@@ -656,6 +660,13 @@ class SpiceParser {
           continue;
         }
       }
+      // R, C: a bare name among the values names the .model (r1 a b myres l=2u; r1 a b 1k myres).
+      if (!type.model_type.empty() && d.model.empty() && is_model_name(L, t, i)) {
+        d.model = tok_text(L, t[i]);
+        d.model_loc = at(L, t[i]);
+        ++i;
+        continue;
+      }
       if (npos >= type.positional.size()) {
         if (type.positional.empty())
           return err(at(L, t[i]), fmt::format("unexpected value '{}' for {} '{}'; expected name=value parameters",
@@ -671,6 +682,18 @@ class SpiceParser {
       pa.name = type.positional[npos++];
       pa.loc = v.loc;
     }
+    return true;
+  }
+
+  // Token i is a name standing alone (letters, digits, '_', '.', '$'; starting with a letter; not a number nor
+  // the start of a longer value such as "rval*2").
+  bool is_model_name(const LLine& L, const Tokens& t, size_t i) const {
+    if (t[i].kind != Tk::Word || t[i].grouped) return false;
+    if (i + 1 < t.size() && !t[i + 1].space_before && t[i + 1].kind != Tk::Comma) return false;
+    std::string_view w = tok_text(L, t[i]);
+    if (w.empty() || !is_alpha(w[0])) return false;
+    for (char c : w)
+      if (!is_alpha(c) && !(c >= '0' && c <= '9') && c != '_' && c != '.' && c != '$') return false;
     return true;
   }
 
@@ -711,8 +734,20 @@ class SpiceParser {
       }
       std::string_view w = is_word(t, i) ? tok_text(L, t[i]) : std::string_view();
       SourceLoc kloc = at(L, t[i]);
-      if (w == "sffm" || w == "am" || w == "trnoise" || w == "trrandom")
-        return err(kloc, fmt::format("source function '{}' is not supported (use DC, AC, PULSE, SIN, EXP or PWL)", w));
+      if (w == "trnoise" || w == "trrandom")
+        return err(kloc, fmt::format("source function '{}' is not supported (use DC, AC, PULSE, SIN, EXP, PWL, AM or "
+                                     "SFFM)", w));
+      if (keyword_at(i) && (w == "distof1" || w == "distof2")) {  // [mag [phase]]: inputs of .disto only
+        warn(kloc, fmt::format("{} only sets an input of distortion analysis (.disto), which anasim does not run: "
+                               "no effect", to_upper(w)));
+        ++i;
+        for (int k = 0; k < 2 && is_value_start(t, i) && !keyword_at(i); ++k) {
+          ValueExpr ignored;
+          if (!read_value(L, t, i, ignored, "a DISTOF value")) return false;
+          while (i < t.size() && t[i].kind == Tk::Comma) ++i;
+        }
+        continue;
+      }
       if (keyword_at(i) && w == "dc") {
         ++i;
         ParamAssign& pa = add_param(d, "dc", false, kloc);
@@ -735,7 +770,7 @@ class SpiceParser {
         }
         continue;
       }
-      if (keyword_at(i)) {  // pulse sin exp pwl
+      if (keyword_at(i)) {  // pulse sin exp pwl am sffm
         ++i;
         ParamAssign& pa = add_param(d, w, true, kloc);
         bool paren = i < t.size() && t[i].kind == Tk::LParen;
@@ -769,8 +804,8 @@ class SpiceParser {
       if (!is_value_start(t, i))
         return err(kloc, fmt::format("unexpected '{}' in {} '{}'", tok_text(L, t[i]), type.long_name, d.name));
       if (have_dc)
-        return err(kloc, fmt::format("unexpected value '{}' for {} '{}'; expected DC, AC, PULSE, SIN, EXP, PWL "
-                                     "or name=value",
+        return err(kloc, fmt::format("unexpected value '{}' for {} '{}'; expected DC, AC, PULSE, SIN, EXP, PWL, "
+                                     "AM, SFFM or name=value",
                                      tok_text(L, t[i]), type.long_name, d.name));
       ParamAssign& pa = add_param(d, "dc", false, kloc);
       if (!read_value(L, t, i, pa.values.emplace_back(), "a value")) return false;
@@ -929,9 +964,23 @@ class SpiceParser {
       return;
     }
     if (card == ".ic") return ic(L, t);
-    if (card == ".save" || card == ".print" || card == ".probe" || card == ".temp" || card == ".plot" ||
-        card == ".width")
+    if (card == ".temp") {  // .temp <celsius>: the circuit temperature, as `.options temp=`
+      size_t i = 1;
+      ParamAssign pa;
+      pa.name = "temp";
+      pa.loc = cloc;
+      if (!read_value(L, t, i, pa.values.emplace_back(), "a temperature in degrees C after .temp")) return;
+      if (i < t.size())
+        return void(err(at(L, t[i]), "anasim runs one temperature per deck: .temp takes one value (use .dc temp "
+                                     "... for a sweep)"));
+      out_.options.push_back(std::move(pa));
       return;
+    }
+    if (card == ".save" || card == ".probe") return;
+    if (card == ".print" || card == ".plot" || card == ".width") {
+      warn(cloc, fmt::format("{} only formats printed output, which anasim does not write: no effect", card));
+      return;
+    }
     if (card == ".endc") return;
     if (card == ".meas" || card == ".measure" || card == ".four" || card == ".nodeset") {
       warn(cloc, fmt::format("{} is not supported and was ignored", card));

@@ -59,10 +59,12 @@ struct ListSpec {
   const char* args;
 };
 const ListSpec kListSpecs[] = {
-    {"pulse", 2, 7, "v1 v2 [td tr tf pw per]"},
+    {"pulse", 2, 8, "v1 v2 [td tr tf pw per np]"},
     {"sin", 2, 6, "vo va [freq td theta phase]"},
     {"exp", 2, 6, "v1 v2 [td1 tau1 td2 tau2]"},
     {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
+    {"am", 2, 7, "va vo [mf fc td phasec phases]"},
+    {"sffm", 2, 7, "vo va [fc mdi fs phasec phases]"},
 };
 
 // Levenshtein distance between two short names.

@@ -57,9 +57,11 @@ std::vector<std::string> table_problems(const ParamTable& table) {
     if (!names.insert(s.name).second) fail(s, "name used twice");
     if (s.alias && !names.insert(s.alias).second) fail(s, "alias used twice");
   }
-  // Every line is bound to a member, or is the fallback of a bound line (rwire for rwire_row/rwire_col).
+  // Every line is bound to a member, or is the fallback of a bound line (rwire for rwire_row/rwire_col), or is
+  // accepted without effect (no_effect: it warns).
   std::vector<const std::type_info*> owners;
   for (const ParamSpec& s : table) {
+    if (!s.bind && s.no_effect) continue;
     if (!s.bind) {
       bool feeds = false;
       for (const ParamSpec& o : table) feeds = feeds || (o.fallback && std::strcmp(o.fallback, s.name) == 0);

@@ -198,12 +198,14 @@ TEST_CASE("spice parser: a deck covering every card") {
   CHECK(pn.analyses[5].fstop.text == "1meg");
   CHECK(pn.analyses[5].loc.line == 37);
 
-  REQUIRE(pn.options.size() == 4);
+  REQUIRE(pn.options.size() == 5);
   CHECK(pn.options[0].name == "reltol");
   CHECK(values(&pn.options[1]) == "gear");
   CHECK(pn.options[2].name == "klu");
   CHECK(values(&pn.options[2]) == "1");
   CHECK(pn.options[3].name == "abstol");
+  CHECK(pn.options[4].name == "temp");  // .temp 27
+  CHECK(values(&pn.options[4]) == "27");
 
   REQUIRE(pn.ics.size() == 2);
   CHECK(pn.ics[0].name == "out");
@@ -360,10 +362,10 @@ TEST_CASE("spice parser: located errors") {
       {"t\nr1 a b {1k\n", "unbalanced '{': missing '}'", 2, 8},
       {"t\nr1 a b r=\n", "expected a value after 'r=', got end of line", 2, 10},
       {"t\nv1 a 0 pulse(0 1 2\n", "unbalanced parenthesis: '(' is never closed", 2, 13},
-      {"t\nv1 a 0 pulse(0)\n", "PULSE takes 2 to 7 values (v1 v2 [td tr tf pw per]), got 1", 2, 8},
+      {"t\nv1 a 0 pulse(0)\n", "PULSE takes 2 to 8 values (v1 v2 [td tr tf pw per np]), got 1", 2, 8},
       {"t\nv1 a 0 pwl(0 1 2)\n", "PWL takes an even number of values (t1 v1 t2 v2 ...), got 3", 2, 8},
       {"t\nv1 a 0 dc 1 2\n", "unexpected value '2' for voltage source 'v1'", 2, 13},
-      {"t\nv1 a 0 sffm(0 1 1k)\n", "source function 'sffm' is not supported", 2, 8},
+      {"t\nv1 a 0 trnoise(0 1n 0 0)\n", "source function 'trnoise' is not supported", 2, 8},
       {"t\n.ic out=1\n", "expected v(<node>)=<value> in .ic, got 'out'", 2, 5},
       {"t\n.param 3\n", "expected name=value in .param, got '3'", 2, 8},
       {"t\n.param f(x)=x*2\n", "function definitions in .param are not supported", 2, 8},

@@ -287,11 +287,11 @@ TEST_CASE("yaml parser: located errors") {
        12},
       {"devices:\n  - {name: x1, type: x, nodes: [a, b]}\n", "subcircuit instance 'x1' needs 'subckt: <subcircuit "
        "name>'", 2, 12},
-      {"devices:\n  - {name: r1, type: r, nodes: [a, b], model: m}\n", "resistor 'r1' does not take 'model'", 2, 40},
+      {"devices:\n  - {name: l1, type: l, nodes: [a, b], model: m}\n", "inductor 'l1' does not take 'model'", 2, 40},
       {"devices:\n  - {name: r1, type: r, nodes: [a, b]}\n  - {name: R1, type: r, nodes: [a, b]}\n",
        "duplicate device name 'r1' (first defined at line 2)", 3, 12},
       {"devices:\n  - {name: v1, type: v, nodes: [a, 0], pulse: 1}\n",
-       "'pulse' of voltage source 'v1' takes a list of 2 to 7 values", 2, 40},
+       "'pulse' of voltage source 'v1' takes a list of 2 to 8 values", 2, 40},
       {"devices:\n  - {name: v1, type: v, nodes: [a, 0], ac: [1, 2, 3]}\n",
        "expected 'ac' of voltage source 'v1' to be a magnitude or [magnitude, phase], got 3 values", 2, 44},
       {"devices:\n  - {name: r1, type: r, nodes: [a, b], r: }\n", "expected a value for 'r' of resistor 'r1', got nothing",
