@@ -63,9 +63,11 @@ class BSource : public Device {
     for (size_t k = 0; k < nv; ++k) x0_[k] = ctx.v(u_[k]);
     ExprLimiting lim;
     lim.prev = lim_prev_.data();
-    lim.first = ctx.init_junctions;
+    lim.first = ctx.init_junctions || !ctx.limit_tanh;
     const double f = f_->eval(x0_.data(), ctx.time, grad_.data(), work_.data(), &lim);
     if (lim.limited) ctx.noncon = true;
+    if (!std::isfinite(f) && ctx.domain_error.empty())
+      ctx.domain_error = fmt::format("{} ({}:{}): {}", name(), loc().file(), loc().line, f_->domain_error(work_.data()));
     double c = f;  // constant part of the linearisation
     for (size_t k = 0; k < nv; ++k) c -= grad_[k] * x0_[k];
     stamp_jacobian(ctx.A);

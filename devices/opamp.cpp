@@ -316,7 +316,7 @@ class Opamp : public Device {
     // for the function at the actual argument.
     auto th = [&](const Dual& a, int slot) {
       bool limited = false;
-      const double xl = ctx.init_junctions ? a.v : limit_tanh_arg(a.v, xold_[slot], limited);
+      const double xl = ctx.init_junctions || !ctx.limit_tanh ? a.v : limit_tanh_arg(a.v, xold_[slot], limited);
       const double t = std::tanh(xl), s = 1 - t * t;
       if (limited && std::fabs(std::tanh(a.v) - t) > 1e-12) ctx.noncon = true;
       xold_[slot] = xl;

@@ -72,6 +72,10 @@ struct LoadContext {
   double gmin = 1e-12;         // [S] minimum junction conductance
   bool init_junctions = false; // first iteration of an op: nonlinear devices start from their initial guess
   bool noncon = false;         // set by a device when it limited its update (not converged)
+  bool limit_tanh = true;      // Newton step limiting of tanh arguments (op-amps, B sources); off for plain Newton
+  // Set by the first device of a load whose equations gave a value that is not finite at this iterate: the
+  // device, where it is written and what happened, e.g. "b1 (deck.cir:7): sqrt of a negative argument (-0.5)".
+  std::string domain_error;
   bool uic_init = false;       // t = 0 of a uic transient: reactive states take their IC values
   double tran_step = 0.0;      // [s] .tran tstep and tstop (defaults of PULSE/SIN/EXP timing), 0 outside .tran
   double tran_stop = 0.0;

@@ -909,6 +909,57 @@ class ExprCompiler {
   }
 };
 
+namespace {
+// The name an op is written with (B-source function name, or the operator).
+std::string op_name(ExprOp op) {
+  switch (op) {
+    case ExprOp::Ln: return "log";
+    case ExprOp::Neg: return "unary -";
+    case ExprOp::Add: return "+";
+    case ExprOp::Sub: return "-";
+    case ExprOp::Mul: return "*";
+    case ExprOp::Div: return "/";
+    case ExprOp::Pow: return "^ (pow)";
+    default: break;
+  }
+  for (const BFunc& f : kBFuncs)
+    if (f.op == op) return f.name;
+  return "an operation";
+}
+}  // namespace
+
+std::string CompiledExpr::domain_error(const double* work) const {
+  const double* val = work;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    const Instr& in = code_[i];
+    const int n = arity(in.op);
+    if (std::isfinite(val[i]) || n == 0) continue;
+    const double a = val[in.a], b = n > 1 ? val[in.b] : 0.0;
+    if (!std::isfinite(a) || (n > 1 && !std::isfinite(b)) || (n > 2 && !std::isfinite(val[in.c3]))) continue;
+    const std::string name = op_name(in.op);
+    switch (in.op) {
+      case ExprOp::Sqrt:
+      case ExprOp::Ln:
+      case ExprOp::Log10: return fmt::format("{} of a negative argument ({:.6g})", name, a);
+      case ExprOp::Asin:
+      case ExprOp::Acos: return fmt::format("{} of an argument outside [-1, 1] ({:.6g})", name, a);
+      case ExprOp::Acosh: return fmt::format("acosh of an argument below 1 ({:.6g})", a);
+      case ExprOp::Atanh: return fmt::format("atanh of an argument outside (-1, 1) ({:.6g})", a);
+      case ExprOp::Div:
+        if (b == 0) return fmt::format("division by zero ({:.6g} / 0)", a);
+        break;
+      case ExprOp::Pow:
+      case ExprOp::Pwr:
+        if (a == 0 && b < 0) return fmt::format("{} of zero to a negative power ({:.6g})", name, b);
+        break;
+      default: break;
+    }
+    return n == 1 ? fmt::format("{} overflows at argument {:.6g}", name, a)
+                  : fmt::format("{} overflows at arguments {:.6g}, {:.6g}", name, a, b);
+  }
+  return {};
+}
+
 double CompiledExpr::eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim) const {
   // Forward sweep: the value of every instruction and the partial derivatives with respect to its operands.
   const size_t m = code_.size();

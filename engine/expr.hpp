@@ -93,6 +93,9 @@ class CompiledExpr {
   // work: scratch of work_size() doubles. With `lim`, tanh arguments are limited against the previous
   // iterate (Newton iterations); without, the expression is evaluated exactly.
   double eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim = nullptr) const;
+  // After an eval() whose value was not finite, with the same work array: the first operation that gave a
+  // non-finite value from finite operands, e.g. "sqrt of a negative argument (-0.5)"; empty if there is none.
+  std::string domain_error(const double* work) const;
   // The expression as ngspice text (fully parenthesised, constants to 17 digits); name(q) spells a quantity.
   std::string text(const std::function<std::string(const ExprQuantity&)>& name) const;
   const std::vector<Instr>& code() const { return code_; }

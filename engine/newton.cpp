@@ -91,7 +91,13 @@ Status NewtonSolver::nonconvergence_error(const char* what) const {
     if (!names.empty()) names += ", ";
     names += c_.describe(worst[k].second);
   }
-  return Status::numerical(fmt::format("{}; unknowns furthest from convergence: {}", what, names));
+  return numerical_error(fmt::format("{}; unknowns furthest from convergence: {}", what, names));
+}
+
+Status NewtonSolver::numerical_error(const std::string& what) const {
+  if (domain_error_.empty()) return Status::numerical(what);
+  const std::string when = ctx_.mode == LoadContext::Mode::Tran ? fmt::format("t = {:.6g} s", ctx_.time) : "DC";
+  return Status::numerical(fmt::format("{} at {} ({})", domain_error_, when, what));
 }
 
 Status NewtonSolver::newton(int max_iter, bool init_junctions) {
@@ -102,13 +108,15 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
     ++iterations_;
     ctx_.noncon = false;
     ctx_.init_junctions = init_junctions && iter == 1;
+    ctx_.domain_error.clear();
     load();
+    domain_error_ = ctx_.domain_error;
     std::string err;
-    if (!factor_and_solve(err)) return Status::numerical(err);
+    if (!factor_and_solve(err)) return numerical_error(err);
     double norm = 0.0;
     for (int u = 0; u < n; ++u) {
       if (!std::isfinite(xnew_[u]))
-        return Status::numerical(fmt::format("solution is not finite at {} (overflow)", c_.describe(u)));
+        return numerical_error(fmt::format("solution is not finite at {} (overflow)", c_.describe(u)));
     }
     if (!c_.nonlinear()) {
       std::swap(x_, xnew_);
@@ -144,14 +152,29 @@ Status NewtonSolver::operating_point(bool from_previous) {
   ctx_.mode = LoadContext::Mode::Dc;
   ctx_.srcfact = 1.0;
   gdiag_ = 0.0;
-  std::vector<double> x0 = x_;
+  const std::vector<double> x0 = x_;
+  Status st = dc_strategy(x0, from_previous);
+  if (st || !c_.nonlinear()) return st;
+  // Again without tanh limiting, as ngspice's B sources evaluate tanh: a high-gain tanh inside positive feedback
+  // (a Schmitt trigger past its switching point) traps the limited iteration, whose every step lands the linear
+  // model back on the unstable balance point while the solution lies on the opposite tail. Only circuits the
+  // limited strategy could not solve get here, so every solution it finds stays as it was.
+  ctx_.limit_tanh = false;
+  x_ = x0;
+  Status plain = dc_strategy(x0, from_previous);
+  ctx_.limit_tanh = true;
+  if (plain) return plain;
+  return st;
+}
+
+Status NewtonSolver::dc_strategy(const std::vector<double>& x0, bool from_previous) {
+  x_ = x0;
   Status st = newton(opt_.itl1, !from_previous);
   if (!st && from_previous && c_.nonlinear()) {  // continuation failed: a cold start before stepping
     x_ = x0;
     st = newton(opt_.itl1, true);
   }
   if (st || !c_.nonlinear()) return st;
-  if (st.errors[0].message.rfind("singular", 0) == 0 && !c_.nonlinear()) return st;
 
   // gmin stepping (ngspice's dynamic gmin): a conductance from every node to ground, from 1e-2 S down to gmin.
   // The reduction factor per step grows after easy steps (at most a decade) and shrinks after hard ones; a

@@ -33,7 +33,8 @@ class NewtonSolver {
   // the worst nodes on non-convergence, or the nodes/devices involved on a singular matrix.
   Status newton(int max_iter, bool init_junctions);
 
-  // DC operating point (ctx mode Dc): Newton, then gmin stepping, then source stepping.
+  // DC operating point (ctx mode Dc): Newton, then gmin stepping, then source stepping; if all fail, the same
+  // again without Newton step limiting of tanh arguments (ngspice's plain Newton).
   // `from_previous`: start from the current x() (continuation, e.g. the previous DC sweep point) instead of
   // initialising junctions at their critical voltages. Falls back to stepping in either case.
   Status operating_point(bool from_previous = false);
@@ -50,7 +51,13 @@ class NewtonSolver {
 
  private:
   bool factor_and_solve(std::string& err);
+  // One pass of the operating-point strategy from x0 with the current ctx().limit_tanh: Newton (and a cold
+  // start when continuing from a previous solution), then gmin stepping, then source stepping.
+  Status dc_strategy(const std::vector<double>& x0, bool from_previous);
   Status nonconvergence_error(const char* what) const;
+  // A numerical error saying `what`, led by the device (name, file:line) and operation whose value was not
+  // finite at the last load, if there was one.
+  Status numerical_error(const std::string& what) const;
 
   Circuit& c_;
   Options opt_;
@@ -64,6 +71,7 @@ class NewtonSolver {
   long iterations_ = 0;
   long reused_ = 0;
   std::vector<double> last_dx_;  // for error reports
+  std::string domain_error_;     // ctx().domain_error of the last load (empty: every value was finite)
 };
 
 }  // namespace anasim

@@ -266,6 +266,31 @@ TEST_CASE("reliability: negative PWL times are refused, located at the source") 
   CHECK(test::run_deck_status("t\nv1 in 0 pwl(0 0 1u 1)\nr1 in 0 1k\n.tran 10n 2u\n.end\n", r).ok());
 }
 
+TEST_CASE("reliability: a B source out of its function's domain names the function, device and line") {
+  struct Case {
+    const char* expr;   // b1's voltage; v(a) = -1 V (op) or 1 V falling to -1 V from t = 5 us (tran)
+    const char* analysis;
+    const char* says;   // the message names the function and the argument
+  };
+  const Case cases[] = {
+      {"sqrt(v(a))", ".op", "b1 (deck.cir:4): sqrt of a negative argument"},
+      {"log(v(a))", ".tran 1u 10u", "b1 (deck.cir:4): log of a negative argument"},
+      {"1 / (v(a) + 1)", ".op", "b1 (deck.cir:4): division by zero"},
+      {"acos(v(a) * 2)", ".op", "b1 (deck.cir:4): acos of an argument outside [-1, 1]"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.expr);
+    const bool tran = std::string(c.analysis).rfind(".tran", 0) == 0;
+    const std::string deck = fmt::format("t\nv1 a 0 dc {}\nr1 a 0 1k\nb1 out 0 v = {}\nr2 out 0 1k\n{}\n.end\n",
+                                         tran ? "1 pulse(1 -1 5u 1u 1u 1 2)" : "-1", c.expr, c.analysis);
+    RunResults r;
+    const Status st = test::run_deck_status(deck, r);
+    REQUIRE_FALSE(st.ok());
+    CHECK_MESSAGE(contains(st.to_string(), c.says), st.to_string());
+    CHECK_MESSAGE(contains(st.to_string(), tran ? " at t = 5." : " at DC"), st.to_string());
+  }
+}
+
 TEST_CASE("reliability: a subcircuit fan-out stops at the device limit") {
   // 2^30 resistors from 30 levels of two instances each: refused at the limit (here 5,000 through the option;
   // the default is 10 million), in bounded time and memory; 2^12 fit under it.
