@@ -17,6 +17,7 @@
 #include "engine/parse.hpp"
 #include "engine/rawfile.hpp"
 #include "engine/simulate.hpp"
+#include "test_support.hpp"
 
 namespace anasim::test {
 
@@ -29,13 +30,8 @@ inline bool ngspice_available() {
   return false;
 }
 
-// A fresh scratch directory for one test.
-inline std::filesystem::path scratch_dir(const std::string& tag) {
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("anasim_{}_{}", tag, ::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+// A fresh scratch directory for one test, removed when the test program exits (test_support.hpp).
+inline std::filesystem::path scratch_dir(const std::string& tag) { return test_support::scratch_dir("ngspice", tag); }
 
 // Runs ngspice in batch mode on `deck`, writing the raw file next to it; REQUIREs success.
 inline std::vector<RawPlot> run_ngspice(const std::filesystem::path& deck) {

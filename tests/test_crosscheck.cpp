@@ -18,6 +18,7 @@
 #include "devices/registry.hpp"
 #include "engine/rawfile.hpp"
 #include "engine/simulate.hpp"
+#include "test_support.hpp"
 
 using namespace anasim;
 namespace fs = std::filesystem;
@@ -229,9 +230,7 @@ void crosscheck(const fs::path& deck) {
   // A warning means anasim ignored part of the deck, so the two simulators would not see the same circuit.
   for (const auto& w : st.warnings) FAIL_CHECK(deck_name << ": anasim warning: " << w);
 
-  const fs::path dir = fs::temp_directory_path() / fmt::format("anasim_xc_{}_{}", ::getpid(), deck.stem().string());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = test_support::scratch_dir("crosscheck", deck.stem().string());
   const fs::path raw = dir / "ngspice.raw", log = dir / "ngspice.log";
   // HOME points at the scratch directory so that no user ~/.spiceinit changes ngspice's options.
   const std::string cmd =
@@ -278,7 +277,7 @@ void crosscheck(const fs::path& deck) {
     std::error_code ec;
     fs::remove_all(dir, ec);
   } else {
-    MESSAGE("ngspice output of " << deck_name << " kept in " << dir.string());
+    MESSAGE("ngspice output of " << deck_name << " in " << dir.string() << " (kept with ANASIM_KEEP_SCRATCH=1)");
   }
 }
 

@@ -170,9 +170,7 @@ TEST_CASE("nn slow: network transient deck in ngspice gives the same energy and 
 }
 
 TEST_CASE("nn energy: the command prints the issue's fields and writes the per-sample CSV") {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("anasim_nn_energy_cli_{}", ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = test_support::scratch_dir("nn_energy", "cli");
   const Mlp net = net_64_16_10();
   write_tiny_mnist(dir, net);
   ModelInfo info;

@@ -1,5 +1,6 @@
 // Helpers every test file may use: per-process scratch directories and substring checks.
 #pragma once
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -8,12 +9,14 @@
 namespace anasim::test_support {
 
 // A fresh, empty directory <tmp>/anasim_tests_<pid>/<area>/<name>; the per-process root is removed when the test
-// program exits. `area` keeps the test files' names apart (one binary runs them all).
+// program exits, whether its tests passed or failed (ANASIM_KEEP_SCRATCH=1 in the environment keeps it, for
+// looking at a failure's files). `area` keeps the test files' names apart (one binary runs them all).
 inline std::filesystem::path scratch_dir(const std::string& area, const std::string& name) {
   namespace fs = std::filesystem;
   struct Root {
     fs::path dir = fs::temp_directory_path() / ("anasim_tests_" + std::to_string(::getpid()));
     ~Root() {
+      if (std::getenv("ANASIM_KEEP_SCRATCH")) return;
       std::error_code ec;
       fs::remove_all(dir, ec);
     }
