@@ -77,6 +77,14 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
     fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10.4f}\n", a.group, a.stats.timepoints,
                a.stats.newton_iterations, a.stats.factorizations, a.stats.refactorizations, a.stats.rejected,
                a.stats.seconds);
+  for (const auto& a : r.analyses) {  // .meas results, as ngspice prints them (name = value)
+    if (a.measures.empty()) continue;
+    fmt::print("  {} measurements:\n", a.group);
+    for (const MeasureResult& m : a.measures) {
+      if (m.error.empty()) fmt::print("    {:<20}=  {:.9e} {}\n", m.name, m.value, m.unit);
+      else fmt::print("    {:<20}=  failed: {}\n", m.name, m.error);
+    }
+  }
   for (const auto& a : r.analyses) {  // extension analyses: inputs used and summary values
     if (a.scalars.empty() && a.notes.empty()) continue;
     fmt::print("  {}:\n", a.group);

@@ -1,6 +1,7 @@
 // Elaboration (see elaborate.hpp): parameter evaluation, subcircuit flattening, model binding and
 // validation of analyses, options and initial conditions.
 #include "engine/elaborate.hpp"
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -128,6 +129,7 @@ class Elaborator {
       out_.ics.emplace_back(NodeId(static_cast<int>(id)), v);
     }
     out_.outputs = pn_.outputs;
+    out_.measures = pn_.measures;
     Status done;
     done.warnings = warnings_;  // options and parameters without effect
     return done;
@@ -211,6 +213,8 @@ class Elaborator {
       if (is_ground_name(n)) return "0";
       auto it = ports.find(n);
       if (it != ports.end()) return it->second;
+      if (!pn_.globals.empty() && std::find(pn_.globals.begin(), pn_.globals.end(), n) != pn_.globals.end())
+        return n;  // .global: the same node everywhere
       return prefix + n;
     };
     for (const auto& inst : devs) {

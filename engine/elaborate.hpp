@@ -74,6 +74,7 @@ struct FlatNetlist {
   Options options;
   std::vector<std::pair<NodeId, double>> ics;  // .ic node voltages [V]
   std::vector<std::string> outputs;            // requested signals, empty = all
+  std::vector<MeasureSpec> measures;           // .meas requests, run on each analysis of their kind
   std::map<std::string, double> params;        // top-level parameter values
   std::vector<ParsedSection> sections;         // top-level sections other layers read; see ParsedNetlist
 

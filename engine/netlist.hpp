@@ -85,6 +85,28 @@ struct AnalysisSpec {
   SourceLoc loc;
 };
 
+// One .meas / .measure request (ngspice syntax), kept unevaluated; engine/measure.hpp evaluates it on the
+// result of each analysis of its kind. A clause holds what ngspice's MEASURE struct holds: the signal, the
+// crossing value or second signal, and the window and edge-count options (empty text = not given).
+struct MeasureClause {
+  std::string signal;    // lower-case, as written: "v(out)", "v(a,b)", "i(v1)", "vdb(out)"; empty for TRIG AT=
+  std::string signal2;   // WHEN a=b: the second signal (else empty)
+  SourceLoc signal_loc;
+  ValueExpr val;         // crossing value (TRIG/TARG VAL=, WHEN x=val)
+  ValueExpr td, from, to, at;
+  ValueExpr rise, fall, cross;  // counts; "last" for the last crossing
+};
+
+struct MeasureSpec {
+  enum class Func { TrigTarg, When, Find, Deriv, Avg, Rms, Min, Max, MinAt, MaxAt, Pp, Integ };
+  std::string analysis;  // "tran", "ac" or "dc"
+  std::string name;      // result name (lower-case)
+  Func func = Func::When;
+  MeasureClause main;    // TRIG, WHEN, or the operand of FIND/DERIV/AVG/... with its AT/FROM/TO/TD
+  MeasureClause second;  // TARG, or the WHEN of FIND/DERIV ... WHEN (signal empty if none)
+  SourceLoc loc;         // the result name
+};
+
 // A top-level section the engine does not interpret, kept for the layer that does (YAML `hardware:`, read by
 // nn/): its entries unevaluated, in file order, each with its location; duplicate keys were rejected by the
 // reader. A mapping's keys are the entry names, a nested mapping's joined with '.' ("opamp: {model: x}" ->
@@ -105,7 +127,9 @@ struct ParsedNetlist {
   std::vector<AnalysisSpec> analyses;   // in file order
   std::vector<ParamAssign> options;     // .options name=value (a bare flag has value "1")
   std::vector<ParamAssign> ics;         // .ic v(node)=value; name holds the node name
-  std::vector<std::string> outputs;     // requested signals ("v(out)", "i(v1)"); empty = all
+  std::vector<std::string> outputs;     // requested signals ("v(out)", "i(v1)"); empty = all (.save, .probe)
+  std::vector<MeasureSpec> measures;    // .meas / YAML measure:, in file order
+  std::vector<std::string> globals;     // .global node names: not renamed inside subcircuits
   std::vector<ParsedSection> sections;  // sections other layers interpret (e.g. YAML "hardware:"); unused by engine
 
   // The section named `name`, nullptr if absent.

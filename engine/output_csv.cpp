@@ -1,4 +1,5 @@
-// CSV writer: one file per analysis (DIR/<group>.csv), header row of column names, numbers in shortest round-trip form (exact doubles).
+// CSV writer: one file per analysis (DIR/<group>.csv), header row of column names, numbers in shortest round-trip form (exact doubles);
+// summary scalars in DIR/<group>_summary.csv and .meas results in DIR/<group>_measure.csv.
 // The files are written through one OutputSet (engine/output_file.hpp): all replaced, or none.
 #include "engine/output.hpp"
 #include "engine/output_file.hpp"
@@ -164,6 +165,14 @@ Status write_csv(const RunResults& r, const std::string& dir) {
       for (const ResultScalar& x : a.scalars)
         text += fmt::format("{},{},{}\n", csv_field(x.name), x.value, csv_field(x.unit));
       OutputFile* f = set.add((fs::path(dir) / (a.group + "_summary.csv")).string(), &st);
+      if (!f) return st;
+      if (!f->write(text.data(), text.size())) return write_error(f->target());
+    }
+    if (!a.measures.empty()) {  // DIR/<group>_measure.csv: name,value,unit,error (.meas results; nan: failed)
+      std::string text = "name,value,unit,error\n";
+      for (const MeasureResult& m : a.measures)
+        text += fmt::format("{},{},{},{}\n", csv_field(m.name), m.value, csv_field(m.unit), csv_field(m.error));
+      OutputFile* f = set.add((fs::path(dir) / (a.group + "_measure.csv")).string(), &st);
       if (!f) return st;
       if (!f->write(text.data(), text.size())) return write_error(f->target());
     }

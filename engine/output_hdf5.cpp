@@ -1,6 +1,6 @@
 // HDF5 writer: one group per analysis holding the sweep variable and one 1-D double dataset per signal
 // (AC: magnitude "vm(x)" and phase "vp(x)" in degrees), a "unit" attribute on every dataset and the solver
-// statistics and any summary scalars (ResultScalar) as group attributes. Built in memory and written by OutputFile.
+// statistics and any summary scalars (ResultScalar) as group attributes; .meas results in a subgroup "measurements". Built in memory and written by OutputFile.
 #include "engine/output.hpp"
 #include "engine/output_hdf5.hpp"
 #include "engine/output_file.hpp"
@@ -127,6 +127,19 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
   for (const ResultScalar& x : a.scalars) {  // extension analyses' summary values (units in the docs)
     H5::Attribute s = g.createAttribute(link_name(x.name, "value"), H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
     s.write(H5::PredType::NATIVE_DOUBLE, &x.value);
+  }
+
+  if (!a.measures.empty()) {  // .meas results: <group>/measurements/<name>, one value each (NaN: failed)
+    H5::Group mg = g.createGroup(names.add("measurements", "measurements"));
+    LinkNames mnames;
+    for (const MeasureResult& m : a.measures) {
+      const std::string n = mnames.add(m.name, "measure");
+      dataset(mg, n, {m.value}, m.unit);
+      if (!m.error.empty()) {
+        H5::DataSet d = mg.openDataSet(n);
+        attr_string(d, "error", m.error);
+      }
+    }
   }
 
   if (a.kind != "op") {

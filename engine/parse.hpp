@@ -47,5 +47,9 @@ Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNe
 Status include_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,
                     const SourceLoc& at);
 
+// Reads one measurement in .meas syntax without the card ("tran t1 WHEN v(out)=0.5"), for YAML's measure:
+// list; every location of the result (and of an error) is `at`.
+Status parse_measure(const std::string& text, const SourceLoc& at, const DeviceCatalog& cat, MeasureSpec& out);
+
 }  // namespace detail
 }  // namespace anasim

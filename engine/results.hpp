@@ -35,6 +35,15 @@ struct ResultScalar {
   double value = 0;
 };
 
+// One .meas result (engine/measure.hpp): a failed measurement (no crossing in range, a signal the analysis
+// lacks) has value NaN and says why in `error`.
+struct MeasureResult {
+  std::string name;    // lower-case .meas name
+  std::string unit;    // unit of the value: "s", "Hz", "V", "A", "dB", "rad", "V*s", ...
+  double value = 0;
+  std::string error;   // empty when the measurement succeeded
+};
+
 struct AnalysisResult {
   std::string kind;          // "op", "dc", "tran", "ac", or an extension analysis name ("nn_eval")
   std::string group;         // output name: "op", "dc", "tran2", ...
@@ -46,6 +55,7 @@ struct AnalysisResult {
   std::vector<Signal> signals;
   std::vector<ResultScalar> scalars;  // summary values (extension analyses)
   std::vector<std::string> notes;     // summary lines in words (extension analyses: inputs used), HDF5 "notes"
+  std::vector<MeasureResult> measures;  // .meas results on this analysis, in deck order
   SolverStats stats;
   int rows() const { return signals.empty() ? 0 : static_cast<int>(signals[0].re.size()); }
   bool complex() const { return kind == "ac"; }

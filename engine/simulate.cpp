@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
+#include "engine/measure.hpp"
 #include "engine/parse.hpp"
 
 namespace anasim {
@@ -47,6 +48,11 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
       }
     }
     if (!st) return st;
+    if (!fn.measures.empty() && (r.kind == "tran" || r.kind == "ac" || r.kind == "dc")) {
+      Scope scope;  // .meas values may name top-level parameters
+      for (const auto& [name, v] : fn.params) scope.set(name, v);
+      if (Status ms = run_measures(fn.measures, scope, r); !ms) return ms;
+    }
     int k = ++count[r.kind];
     r.group = k == 1 ? r.kind : fmt::format("{}{}", r.kind, k);
     out.analyses.push_back(std::move(r));

@@ -12,9 +12,13 @@
 #include <cstring>
 #include <deque>
 #include <fmt/format.h>
+#include <map>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <unordered_set>
+#include "engine/expr.hpp"
+#include "engine/measure.hpp"
 #include "engine/name_index.hpp"
 #include "engine/parse.hpp"
 
@@ -217,12 +221,21 @@ class SpiceParser {
     parse_lines(f, first, f.n_lines(), depth);
   }
 
-  // Checks done once the whole deck is read.
+  // Checks done once the whole deck is read, then .func calls expanded and nested subcircuits resolved.
   void finish() {
-    if (cur_sub_ >= 0 && !too_many_errors()) {
-      const SubcktDef& s = out_.subckts[cur_sub_];
+    for (size_t k = open_subs_.size(); k-- > 0 && !too_many_errors();) {
+      const SubcktDef& s = out_.subckts[open_subs_[k]];
       err(s.loc, fmt::format("missing .ends for .subckt '{}'", s.name));
     }
+    for (size_t k = ifs_.size(); k-- > 0 && !too_many_errors();)
+      err(ifs_[k].loc, "missing .endif for this .if");
+    if (save_all_) out_.outputs.clear();
+    if (!out_.outputs.empty())  // a .save list keeps what .meas reads, as in ngspice
+      for (std::string& sig : measure_signals(out_.measures))
+        if (std::find(out_.outputs.begin(), out_.outputs.end(), sig) == out_.outputs.end())
+          out_.outputs.push_back(std::move(sig));
+    expand_all_funcs();
+    if (nested_) resolve_nested_subckts();
   }
 
   Status status() const { return st_; }
@@ -290,7 +303,35 @@ class SpiceParser {
   ParsedNetlist& out_;
   Status st_;
   std::deque<SrcFile> files_;  // a deque: LLine::file stays valid while includes are appended
-  int cur_sub_ = -1;  // index into out_.subckts while inside .subckt
+  int cur_sub_ = -1;  // index into out_.subckts while inside .subckt (the innermost one)
+  std::vector<int> open_subs_;          // the .subckt definitions open, outermost first (indices into out_.subckts)
+  std::vector<std::string> open_short_;  // their names as written (a nested one is stored as "<parent>/<name>")
+  bool nested_ = false;                  // a .subckt was defined inside another
+  // A library file read for one section (.lib FILE SECTION): `want` is the section (empty: an ordinary file).
+  struct LibState {
+    std::string want;
+    bool in_want = false;  // inside the wanted section
+    bool found = false;    // the wanted section was seen
+    bool skip = false;     // inside a section definition nobody asked for (until .endl)
+  };
+  LibState lib_;
+  struct IfFrame {            // one open .if
+    bool parent_active = true;  // the lines around the .if are read
+    bool taken = false;         // a branch was taken already
+    bool active = false;        // the current branch is read
+    bool seen_else = false;
+    SourceLoc loc;
+  };
+  std::vector<IfFrame> ifs_;
+  Scope if_scope_;         // top-level .param values for .if conditions
+  size_t if_params_ = 0;   // out_.params[0, if_params_) are in if_scope_
+  struct UserFunc {        // a .func definition
+    std::vector<std::string> args;
+    std::string body;      // lower-case expression text
+    SourceLoc loc;
+  };
+  std::map<std::string, UserFunc> funcs_;
+  bool save_all_ = false;  // .save all
   int scratch_sub_ = -1;  // a duplicate .subckt being read but not kept; removed at its .ends
   bool in_control_ = false;
   NameIndex top_devices_;  // into out_.devices
@@ -494,6 +535,21 @@ class SpiceParser {
       return true;
     }
     if (b == text.size()) return true;
+    // Deck structure first: .lib sections not selected and branches of .if not taken are skipped whole.
+    const std::string_view card0 = text[b] == '.' ? first.substr(0, first.find_first_of("=(),")) : std::string_view();
+    if (!lib_.want.empty() && !lib_.in_want) {  // a library file read for one section: only its .lib lines count
+      if (card0 == ".lib") lib_section_start(L, e);
+      return true;
+    }
+    if (lib_.skip) {  // inside a .lib section nobody asked for
+      if (card0 == ".endl") lib_.skip = false;
+      return true;
+    }
+    if (card0 == ".if" || card0 == ".elseif" || card0 == ".else" || card0 == ".endif") {
+      conditional(L, card0, e);
+      return true;
+    }
+    if (!ifs_.empty() && !ifs_.back().active) return true;
     size_t nul = L.file->has_nul ? text.find('\0') : std::string_view::npos;
     if (nul != std::string_view::npos) {
       err(at(L, nul), "unexpected NUL byte; is this a text netlist?");
@@ -507,7 +563,12 @@ class SpiceParser {
         return true;
       }
       if (card == ".lib") {
-        err(at(L, b), ".lib is not supported; use .include \"file\"");
+        lib(L, b, e, depth);
+        return true;
+      }
+      if (card == ".endl") {
+        if (lib_.in_want) lib_.in_want = false;
+        else warn(at(L, b), ".endl without a .lib section");
         return true;
       }
       if (card == ".end") return false;
@@ -898,16 +959,30 @@ class SpiceParser {
   // An analysis card cannot be part of a subcircuit: the .ends must be missing. Reports that at the .subckt
   // and closes it, so the card is read at the top level.
   void close_unterminated_subckt(const LLine& L, const Token& card) {
-    if (cur_sub_ < 0) return;
-    const SubcktDef& s = out_.subckts[cur_sub_];
-    err(s.loc, fmt::format("missing .ends for .subckt '{}' (reached {} at line {}, which is not allowed inside a "
-                           "subcircuit)",
-                           s.name, tok_text(L, card), at(L, card).line));
+    while (cur_sub_ >= 0) {
+      const SubcktDef& s = out_.subckts[cur_sub_];
+      err(s.loc, fmt::format("missing .ends for .subckt '{}' (reached {} at line {}, which is not allowed inside a "
+                             "subcircuit)",
+                             s.name, tok_text(L, card), at(L, card).line));
+      close_subckt();
+    }
+  }
+
+  // Closes the innermost open .subckt (dropping it if it was a duplicate read into scratch).
+  void close_subckt() {
     if (scratch_sub_ == cur_sub_) {
-      out_.subckts.pop_back();
+      out_.subckts.resize(static_cast<size_t>(scratch_sub_));
       scratch_sub_ = -1;
     }
-    cur_sub_ = -1;
+    open_subs_.pop_back();
+    open_short_.pop_back();
+    cur_sub_ = open_subs_.empty() ? -1 : open_subs_.back();
+    sub_devices_.clear();
+    sub_models_.clear();
+    if (cur_sub_ < 0) return;
+    const SubcktDef& p = out_.subckts[cur_sub_];  // back in the parent: its names again
+    for (size_t k = 0; k < p.devices.size(); ++k) sub_devices_.try_emplace(p.devices[k].name, k, names_of(p.devices));
+    for (size_t k = 0; k < p.models.size(); ++k) sub_models_.try_emplace(p.models[k].name, k, names_of(p.models));
   }
 
   void dot_card(const LLine& L, const Tokens& t, std::string_view card) {
@@ -916,6 +991,9 @@ class SpiceParser {
     if (card == ".subckt") return subckt(L, t);
     if (card == ".ends") return ends(L, t);
     if (card == ".param") {
+      if (!ifs_.empty())
+        warn(cloc, ".param inside .if: anasim defines it only in the branch taken; ngspice 39 defines it whatever "
+                   "the condition (the last definition wins)");
       auto& dst = cur_sub_ >= 0 ? out_.subckts[cur_sub_].params : out_.params;
       named_list(L, t, 1, dst, ".param");
       return;
@@ -976,18 +1054,37 @@ class SpiceParser {
       out_.options.push_back(std::move(pa));
       return;
     }
-    if (card == ".save" || card == ".probe") return;
+    if (card == ".save" || card == ".probe") return save(L, t, card);
+    if (card == ".meas" || card == ".measure") return measure(L, t);
+    if (card == ".func") return func(L, t);
+    if (card == ".global") {
+      for (size_t i = 1; i < t.size(); ++i) {
+        if (t[i].kind == Tk::Comma) continue;
+        if (!is_word(t, i) || t[i].grouped)
+          return void(err(at(L, t[i]), fmt::format("expected node names after .global, got '{}'", tok_text(L, t[i]))));
+        const std::string n(tok_text(L, t[i]));
+        if (!is_ground_name(n) && std::find(out_.globals.begin(), out_.globals.end(), n) == out_.globals.end())
+          out_.globals.push_back(n);
+      }
+      return;
+    }
+    if (card == ".csparam") {  // parameters for ngspice's .control scripts, which anasim does not run
+      std::vector<ParamAssign> ignored;
+      if (named_list(L, t, 1, ignored, ".csparam"))
+        warn(cloc, ".csparam only defines values for .control scripts, which anasim does not run: no effect");
+      return;
+    }
     if (card == ".print" || card == ".plot" || card == ".width") {
       warn(cloc, fmt::format("{} only formats printed output, which anasim does not write: no effect", card));
       return;
     }
     if (card == ".endc") return;
-    if (card == ".meas" || card == ".measure" || card == ".four" || card == ".nodeset") {
+    if (card == ".four" || card == ".nodeset") {
       warn(cloc, fmt::format("{} is not supported and was ignored", card));
       return;
     }
-    err(cloc, fmt::format("unknown or unsupported dot card '{}' (supported: .model .subckt .ends .param .include "
-                          ".op .dc .tran .ac .options .ic .end)",
+    err(cloc, fmt::format("unknown or unsupported dot card '{}' (supported: .model .subckt .ends .param .func "
+                          ".include .lib .if .global .save .meas .op .dc .tran .ac .options .ic .end)",
                           card));
   }
 
@@ -1013,17 +1110,13 @@ class SpiceParser {
   }
 
   void subckt(const LLine& L, const Tokens& t) {
-    if (cur_sub_ >= 0) {
-      err(at(L, t[0]), fmt::format("nested .subckt definitions are not supported (inside .subckt '{}')",
-                                   out_.subckts[cur_sub_].name));
-      return;
-    }
     if (!is_word(t, 1) || is_named(t, 1)) {
       err(at_or_end(L, t, 1), "expected: .subckt <name> <ports...> [params: name=value ...]");
       return;
     }
     SubcktDef s;
-    s.name = tok_text(L, t[1]);
+    const std::string short_name(tok_text(L, t[1]));
+    s.name = cur_sub_ >= 0 ? out_.subckts[cur_sub_].name + "/" + short_name : short_name;
     s.loc = at(L, t[1]);
     size_t i = 2;
     std::unordered_set<std::string_view> ports;  // views into L.text
@@ -1047,13 +1140,20 @@ class SpiceParser {
     }
     if (is_word(t, i) && tok_text(L, t[i]) == "params:") ++i;
     if (!named_list(L, t, i, s.params, ".subckt " + s.name)) return;
-    auto [first, added] = subckts_.try_emplace(s.name, out_.subckts.size(), names_of(out_.subckts));
+    // Inside a duplicate (scratch) definition nothing is indexed: it is dropped at its .ends.
+    size_t first = 0;
+    bool added = true;
+    if (scratch_sub_ < 0)
+      std::tie(first, added) = subckts_.try_emplace(s.name, out_.subckts.size(), names_of(out_.subckts));
     if (!added) {
       err(s.loc, fmt::format("duplicate .subckt '{}' ({})", s.name, first_defined(out_.subckts[first].loc, s.loc)));
       // Parse the body anyway (into a scratch definition) so its lines do not leak into the top level.
     }
+    nested_ = nested_ || cur_sub_ >= 0;
     out_.subckts.push_back(std::move(s));
     cur_sub_ = static_cast<int>(out_.subckts.size()) - 1;
+    open_subs_.push_back(cur_sub_);
+    open_short_.push_back(short_name);
     if (!added) scratch_sub_ = cur_sub_;
     sub_devices_.clear();
     sub_models_.clear();
@@ -1065,17 +1165,13 @@ class SpiceParser {
       return;
     }
     const SubcktDef& s = out_.subckts[cur_sub_];
-    if (is_word(t, 1) && tok_text(L, t[1]) != s.name) {
-      err(at(L, t[1]), fmt::format(".ends '{}' does not match .subckt '{}' (line {})", tok_text(L, t[1]), s.name,
-                                   s.loc.line));
+    if (is_word(t, 1) && tok_text(L, t[1]) != open_short_.back()) {  // ngspice accepts it: it ends the innermost
+      warn(at(L, t[1]), fmt::format(".ends '{}' does not match .subckt '{}' (line {}); taken as its end",
+                                    tok_text(L, t[1]), open_short_.back(), s.loc.line));
     } else if (t.size() > 2) {
       err(at(L, t[2]), fmt::format("unexpected '{}' after .ends", tok_text(L, t[2])));
     }
-    if (scratch_sub_ == cur_sub_) {
-      out_.subckts.pop_back();
-      scratch_sub_ = -1;
-    }
-    cur_sub_ = -1;
+    close_subckt();
   }
 
   void dc(const LLine& L, const Tokens& t) {
@@ -1266,6 +1362,504 @@ class SpiceParser {
     }
     parse_text(path, std::move(text), false, depth + 1);
   }
+
+  // ---- deck structure: .lib sections, .if, .func, .global, .save, .meas -------------------------
+
+  // The words of the raw line after offset e (quotes kept together, then removed), with their offsets.
+  static std::vector<std::pair<std::string, size_t>> raw_words(const LLine& L, size_t e) {
+    const std::string raw = L.raw();
+    std::vector<std::pair<std::string, size_t>> words;
+    size_t p = e;
+    while (p < raw.size()) {
+      while (p < raw.size() && is_space(raw[p])) ++p;
+      if (p >= raw.size()) break;
+      const size_t b = p;
+      if (raw[p] == '"' || raw[p] == '\'') {
+        const size_t close = raw.find(raw[p], p + 1);
+        const size_t end = close == std::string::npos ? raw.size() : close;
+        words.emplace_back(raw.substr(p + 1, end - p - 1), b);
+        p = end + 1;
+        continue;
+      }
+      while (p < raw.size() && !is_space(raw[p])) ++p;
+      words.emplace_back(raw.substr(b, p - b), b);
+    }
+    return words;
+  }
+
+  // .lib FILE SECTION reads the lines of SECTION in FILE (between ".lib SECTION" and ".endl"); .lib SECTION
+  // alone starts a section definition, skipped unless a .lib FILE SECTION of this file asked for it.
+  void lib(const LLine& L, size_t b, size_t e, int depth) {
+    const auto words = raw_words(L, e);
+    if (words.size() == 1) {  // a section definition that is not asked for here
+      lib_.skip = true;
+      return;
+    }
+    if (words.size() != 2) {
+      err(words.empty() ? end_of(L) : at(L, words[words.size() > 2 ? 2 : 0].second),
+          "expected: .lib <file> <section> (or .lib <section> ... .endl in a library file)");
+      return;
+    }
+    const SourceLoc floc = at(L, words[0].second);
+    if (depth + 1 > detail::kMaxIncludeDepth) {
+      err(at(L, b), fmt::format(".lib nested more than {} deep (recursive .lib of '{}'?)", detail::kMaxIncludeDepth,
+                                words[0].first));
+      return;
+    }
+    const std::string path = detail::resolve_include(L.file->path(), words[0].first);
+    std::string text, why;
+    if (!detail::read_text_file(path, text, why)) {
+      err(floc, fmt::format("cannot open library file '{}': {}", path, why));
+      return;
+    }
+    LibState saved = std::move(lib_);
+    lib_ = LibState{};
+    lib_.want = to_lower(words[1].first);
+    parse_text(path, std::move(text), false, depth + 1);
+    const bool found = lib_.found;
+    lib_ = std::move(saved);
+    if (!found)
+      err(at(L, words[1].second), fmt::format("library '{}' has no section '{}' (expected a line '.lib {}' ... "
+                                              "'.endl' in it)",
+                                              path, to_lower(words[1].first), to_lower(words[1].first)));
+  }
+
+  // A .lib line of a library file read for section lib_.want (outside that section).
+  void lib_section_start(const LLine& L, size_t e) {
+    const auto words = raw_words(L, e);
+    if (words.size() == 1 && to_lower(words[0].first) == lib_.want) {
+      lib_.in_want = true;
+      lib_.found = true;
+    }
+  }
+
+  // The value of a .if / .elseif condition (text after offset e), from the top-level .param values so far.
+  bool condition(const LLine& L, size_t e, std::string_view card, bool& out) {
+    size_t p = e;
+    while (p < L.text.size() && is_space(L.text[p])) ++p;
+    if (p >= L.text.size()) return err(end_of(L), fmt::format("expected a condition after {}", card));
+    std::string text = trim(L.text.substr(p));
+    const SourceLoc loc = at(L, p);
+    if (!expand_funcs(text, loc)) return false;
+    for (; if_params_ < out_.params.size(); ++if_params_) {  // parameters defined since the last condition
+      const ParamAssign& pa = out_.params[if_params_];
+      double v;
+      std::string vt = pa.values.size() == 1 ? pa.values[0].text : std::string();
+      if (vt.empty() || !expand_funcs(vt, pa.loc)) continue;
+      if (evaluate_expr(vt, pa.values[0].loc, if_scope_, v).ok()) if_scope_.set(pa.name, v);
+    }
+    double v = 0;
+    Status st = evaluate_expr(text, loc, if_scope_, v);
+    if (!st) {
+      for (Diag& d : st.errors)
+        d.message = fmt::format("{} (in the {} condition; it may use top-level .param values defined above it)",
+                                d.message, card);
+      st_.merge(st);
+      return false;
+    }
+    out = v != 0;
+    return true;
+  }
+
+  // .if / .elseif / .else / .endif: conditions evaluated while reading, branches not taken are skipped.
+  void conditional(const LLine& L, std::string_view card, size_t e) {
+    const SourceLoc cloc = at(L, 0);
+    if (card == ".if") {
+      IfFrame f;
+      f.parent_active = ifs_.empty() || ifs_.back().active;
+      f.loc = cloc;
+      if (f.parent_active) {
+        bool c = false;
+        condition(L, e, card, c);
+        f.active = f.taken = c;
+      }
+      ifs_.push_back(f);
+      return;
+    }
+    if (ifs_.empty()) {
+      err(cloc, fmt::format("{} without a matching .if", card));
+      return;
+    }
+    IfFrame& f = ifs_.back();
+    if (card == ".endif") {
+      ifs_.pop_back();
+      return;
+    }
+    if (f.seen_else) {
+      err(cloc, fmt::format("{} after .else (the .if is at line {})", card, f.loc.line));
+      return;
+    }
+    if (card == ".else") {
+      f.seen_else = true;
+      f.active = f.parent_active && !f.taken;
+      f.taken = true;
+      return;
+    }
+    f.active = false;  // .elseif
+    if (f.parent_active && !f.taken) {
+      bool c = false;
+      condition(L, e, card, c);
+      f.active = f.taken = c;
+    }
+  }
+
+  static bool ident_start(char c) { return is_alpha(c) || c == '_'; }
+  static bool ident_char(char c) { return is_alpha(c) || c == '_' || (c >= '0' && c <= '9'); }
+
+  // Calls f(begin, end) for every identifier of text outside numbers (a number's suffix is no identifier).
+  template <class F>
+  static void for_identifiers(const std::string& text, F&& f) {
+    size_t i = 0;
+    while (i < text.size()) {
+      const char c = text[i];
+      if ((c >= '0' && c <= '9') || (c == '.' && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '9')) {
+        while (i < text.size() && (ident_char(text[i]) || text[i] == '.' ||
+                                   ((text[i] == '+' || text[i] == '-') && (text[i - 1] == 'e'))))
+          ++i;
+        continue;
+      }
+      if (!ident_start(c)) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < text.size() && ident_char(text[j])) ++j;
+      f(i, j);
+      i = j;
+    }
+  }
+
+  // Replaces calls of .func functions in text by their bodies (arguments substituted, parenthesised), until
+  // none is left. False (with a located error) on a wrong argument count or a recursive definition.
+  bool expand_funcs(std::string& text, const SourceLoc& loc) {
+    if (funcs_.empty()) return true;
+    for (int pass = 0; pass < 64; ++pass) {
+      std::string out;
+      bool changed = false, bad = false;
+      size_t copied = 0;
+      for_identifiers(text, [&](size_t b, size_t e) {
+        if (bad || b < copied) return;
+        auto it = funcs_.find(text.substr(b, e - b));
+        if (it == funcs_.end()) return;
+        size_t p = e;
+        while (p < text.size() && is_space(text[p])) ++p;
+        if (p >= text.size() || text[p] != '(') return;
+        std::vector<std::string> args;  // split at top-level commas
+        int depth = 0;
+        size_t a = p + 1, q = p;
+        for (; q < text.size(); ++q) {
+          if (text[q] == '(') ++depth;
+          else if (text[q] == ')' && --depth == 0) break;
+          else if (text[q] == ',' && depth == 1) {
+            args.push_back(trim(std::string_view(text).substr(a, q - a)));
+            a = q + 1;
+          }
+        }
+        if (q >= text.size()) return;  // unbalanced: the expression reader reports it
+        const std::string last = trim(std::string_view(text).substr(a, q - a));
+        if (!last.empty() || !args.empty()) args.push_back(last);
+        const UserFunc& fn = it->second;
+        if (args.size() != fn.args.size()) {
+          err(loc, fmt::format("function '{}' takes {} argument(s), got {} (defined by .func at {}:{})", it->first,
+                               fn.args.size(), args.size(), fn.loc.file(), fn.loc.line));
+          bad = true;
+          return;
+        }
+        std::string body;
+        size_t bc = 0;
+        for_identifiers(fn.body, [&](size_t x, size_t y) {
+          const std::string id = fn.body.substr(x, y - x);
+          for (size_t k = 0; k < fn.args.size(); ++k)
+            if (id == fn.args[k]) {
+              body.append(fn.body, bc, x - bc);
+              body += "(" + args[k] + ")";
+              bc = y;
+              return;
+            }
+        });
+        body.append(fn.body, bc, std::string::npos);
+        out.append(text, copied, b - copied);
+        out += "(" + body + ")";
+        copied = q + 1;
+        changed = true;
+      });
+      if (bad) return false;
+      if (!changed) return true;
+      out.append(text, copied, std::string::npos);
+      text = std::move(out);
+    }
+    return err(loc, "function calls nested more than 64 deep (a recursive .func?)");
+  }
+
+  // .func name(a, b, ...) = expr   (or {expr}): a function usable in every expression of the deck.
+  void func(const LLine& L, const Tokens& t) {
+    const char* usage = "expected: .func <name>(<arg>, ...) = <expression>";
+    if (!is_word(t, 1) || t.size() < 3 || t[2].kind != Tk::LParen)
+      return void(err(at_or_end(L, t, 1), usage));
+    const std::string name(tok_text(L, t[1]));
+    UserFunc fn;
+    fn.loc = at(L, t[1]);
+    size_t i = 3;
+    while (i < t.size() && t[i].kind != Tk::RParen) {
+      if (t[i].kind == Tk::Comma) {
+        ++i;
+        continue;
+      }
+      if (!is_word(t, i) || !ident_start(tok_text(L, t[i])[0]))
+        return void(err(at(L, t[i]), fmt::format("expected an argument name in .func {}, got '{}'", name,
+                                                 tok_text(L, t[i]))));
+      fn.args.emplace_back(tok_text(L, t[i++]));
+    }
+    if (i >= t.size()) return void(err(end_of(L), fmt::format("expected ')' after the arguments of .func {}", name)));
+    ++i;
+    if (i < t.size() && t[i].kind == Tk::Eq) ++i;
+    if (i >= t.size()) return void(err(end_of(L), fmt::format("{}; missing the expression of '{}'", usage, name)));
+    std::string body = trim(L.text.substr(t[i].off));
+    if (body.size() >= 2 && ((body.front() == '{' && body.back() == '}') ||
+                             (body.front() == '\'' && body.back() == '\'') || (body.front() == '"' && body.back() == '"')))
+      body = trim(std::string_view(body).substr(1, body.size() - 2));
+    fn.body = std::move(body);
+    if (funcs_.count(name)) warn(fn.loc, fmt::format(".func '{}' redefined; the last definition is used", name));
+    funcs_[name] = std::move(fn);
+  }
+
+  // Reads a signal at token i: name(args) ("v(out)", "v(a,b)", "vdb(out)", "i(v1)") or a bare node name
+  // (taken as v(name)). The text is lower-case without spaces.
+  bool read_signal(const LLine& L, const Tokens& t, size_t& i, std::string& sig, SourceLoc& loc, const char* what) {
+    if (!is_word(t, i) || is_named(t, i))
+      return err(at_or_end(L, t, i), fmt::format("expected {} (a signal such as v(out) or i(v1)), got {}", what,
+                                                 describe(L, t, i)));
+    loc = at(L, t[i]);
+    sig.assign(tok_text(L, t[i]));
+    ++i;
+    if (i >= t.size() || t[i].kind != Tk::LParen || t[i].space_before) {
+      sig = "v(" + sig + ")";
+      return true;
+    }
+    const size_t open = i;
+    for (; i < t.size() && t[i].kind != Tk::RParen; ++i) sig += tok_text(L, t[i]);
+    if (i >= t.size()) return err(at(L, t[open]), "unbalanced parenthesis: '(' is never closed");
+    sig += ')';
+    ++i;
+    return true;
+  }
+
+  static bool is_signal_word(std::string_view w) {
+    for (const char* p : {"v", "i", "vm", "vp", "vdb", "vr", "vi", "im", "ip", "idb", "ir", "ii"})
+      if (w == p) return true;
+    return false;
+  }
+
+  // WHEN <signal>=<value or signal> at token i.
+  bool when_clause(const LLine& L, const Tokens& t, size_t& i, MeasureClause& c) {
+    if (!read_signal(L, t, i, c.signal, c.signal_loc, "a signal after WHEN")) return false;
+    if (i >= t.size() || t[i].kind != Tk::Eq)
+      return err(at_or_end(L, t, i), fmt::format("expected '=' after WHEN {} (WHEN <signal>=<value>)", c.signal));
+    ++i;
+    if (is_word(t, i) && is_signal_word(tok_text(L, t[i])) && i + 1 < t.size() && t[i + 1].kind == Tk::LParen &&
+        !t[i + 1].space_before) {
+      SourceLoc l2;
+      return read_signal(L, t, i, c.signal2, l2, "a signal");
+    }
+    return read_value(L, t, i, c.val, "a value or a signal after WHEN <signal>=");
+  }
+
+  // .meas[ure] [tran|ac|dc] <name> <function> ... (ngspice syntax; see MeasureSpec).
+  void measure(const LLine& L, const Tokens& t) {
+    using F = MeasureSpec::Func;
+    const char* usage = "expected: .meas tran|ac|dc <name> TRIG|WHEN|FIND|DERIV|AVG|RMS|MIN|MAX|PP|INTEG ...";
+    MeasureSpec m;
+    size_t i = 1;
+    if (!is_word(t, i)) return void(err(at_or_end(L, t, i), fmt::format("{}; got {}", usage, describe(L, t, i))));
+    std::string_view w = tok_text(L, t[i]);
+    if (w == "tran" || w == "ac" || w == "dc") {
+      m.analysis = w;
+      ++i;
+    } else if (w == "op" || w == "noise" || w == "sp" || w == "tf" || w == "pz") {
+      return void(err(at(L, t[i]), fmt::format(".meas on {} analyses is not supported (tran, ac and dc are)", w)));
+    } else {
+      m.analysis = "tran";  // ngspice's default
+    }
+    if (!is_word(t, i) || is_named(t, i))
+      return void(err(at_or_end(L, t, i), fmt::format("{}; missing the result name", usage)));
+    m.name = tok_text(L, t[i]);
+    m.loc = at(L, t[i]);
+    ++i;
+    if (is_named(t, i) && (tok_text(L, t[i]) == "param" || tok_text(L, t[i]) == "expr"))
+      return void(err(at(L, t[i]), fmt::format(".meas {} {}= (a measurement computed from other measurements) is not "
+                                               "supported", m.name, tok_text(L, t[i]))));
+    if (!is_word(t, i) || is_named(t, i))
+      return void(err(at_or_end(L, t, i), fmt::format("{}; missing the function of '{}'", usage, m.name)));
+    const std::string fname(tok_text(L, t[i]));
+    static const std::pair<const char*, F> kFuncs[] = {
+        {"trig", F::TrigTarg}, {"delay", F::TrigTarg}, {"when", F::When},    {"find", F::Find},
+        {"deriv", F::Deriv},   {"derivative", F::Deriv}, {"avg", F::Avg},    {"rms", F::Rms},
+        {"min", F::Min},       {"max", F::Max},        {"min_at", F::MinAt}, {"max_at", F::MaxAt},
+        {"pp", F::Pp},         {"integ", F::Integ},    {"integral", F::Integ}};
+    bool known = false;
+    for (const auto& [n, f] : kFuncs)
+      if (fname == n) {
+        m.func = f;
+        known = true;
+      }
+    if (!known)
+      return void(err(at(L, t[i]), fmt::format("unknown .meas function '{}' (expected TRIG, WHEN, FIND, DERIV, AVG, "
+                                               "RMS, MIN, MAX, MIN_AT, MAX_AT, PP or INTEG)", fname)));
+    ++i;
+    MeasureClause* c = &m.main;
+    if (m.func == F::When) {
+      if (!when_clause(L, t, i, m.main)) return;
+    } else if (!(m.func == F::TrigTarg && is_named(t, i) && tok_text(L, t[i]) == "at")) {
+      if (!read_signal(L, t, i, m.main.signal, m.main.signal_loc, "the signal to measure")) return;
+    }
+    bool targ = false;
+    while (i < t.size()) {
+      if (t[i].kind == Tk::Comma) {
+        ++i;
+        continue;
+      }
+      const std::string_view k = is_word(t, i) ? tok_text(L, t[i]) : std::string_view();
+      if (!is_named(t, i) && k == "targ" && m.func == F::TrigTarg && !targ) {
+        targ = true;
+        c = &m.second;
+        ++i;
+        if (!(is_named(t, i) && tok_text(L, t[i]) == "at"))
+          if (!read_signal(L, t, i, c->signal, c->signal_loc, "a signal after TARG")) return;
+        continue;
+      }
+      if (!is_named(t, i) && k == "when" && (m.func == F::Find || m.func == F::Deriv) && c == &m.main) {
+        c = &m.second;
+        ++i;
+        if (!when_clause(L, t, i, *c)) return;
+        continue;
+      }
+      if (!is_named(t, i) && k == "last") {
+        c->cross = ValueExpr{"last", at(L, t[i])};
+        ++i;
+        continue;
+      }
+      ValueExpr* dst = nullptr;
+      if (is_named(t, i)) {
+        if (k == "val") dst = &c->val;
+        else if (k == "td") dst = &c->td;
+        else if (k == "from") dst = &c->from;
+        else if (k == "to") dst = &c->to;
+        else if (k == "at") dst = &c->at;
+        else if (k == "rise") dst = &c->rise;
+        else if (k == "fall") dst = &c->fall;
+        else if (k == "cross") dst = &c->cross;
+      }
+      if (!dst)
+        return void(err(at(L, t[i]), fmt::format("unexpected '{}' in .meas {}; expected VAL= TD= FROM= TO= AT= RISE= "
+                                                 "FALL= CROSS={}{}",
+                                                 tok_text(L, t[i]), m.name, m.func == F::TrigTarg ? ", TARG" : "",
+                                                 m.func == F::Find || m.func == F::Deriv ? ", WHEN" : "")));
+      if (dst == &c->rise || dst == &c->fall || dst == &c->cross) {  // one edge count per clause, as ngspice
+        c->rise = c->fall = c->cross = ValueExpr{};
+      }
+      i += 2;
+      if (!read_value(L, t, i, *dst, [&] { return fmt::format("a value after '{}='", k); })) return;
+    }
+    auto edge_given = [](const MeasureClause& x) {
+      return !x.at.text.empty() || !x.rise.text.empty() || !x.fall.text.empty() || !x.cross.text.empty();
+    };
+    if (m.func == F::TrigTarg) {
+      if (!targ) return void(err(end_of(L), fmt::format(".meas {}: TRIG needs a TARG clause", m.name)));
+      if (!edge_given(m.main) || !edge_given(m.second))
+        return void(err(m.loc, fmt::format(".meas {}: TRIG and TARG each need AT=, RISE=, FALL= or CROSS=", m.name)));
+      if ((m.main.at.text.empty() && m.main.val.text.empty()) || (m.second.at.text.empty() && m.second.val.text.empty()))
+        return void(err(m.loc, fmt::format(".meas {}: TRIG and TARG each need VAL= (or AT=)", m.name)));
+    }
+    if ((m.func == F::Find || m.func == F::Deriv) && m.main.at.text.empty() && m.second.signal.empty())
+      return void(err(end_of(L), fmt::format(".meas {}: {} needs AT=<value> or WHEN <signal>=<value>", m.name,
+                                             m.func == F::Find ? "FIND" : "DERIV")));
+    out_.measures.push_back(std::move(m));
+  }
+
+  // .save / .probe: the signals written (v(node), i(source), a bare node name; `all` = every signal).
+  void save(const LLine& L, const Tokens& t, std::string_view card) {
+    size_t i = 1;
+    while (i < t.size()) {
+      if (t[i].kind == Tk::Comma) {
+        ++i;
+        continue;
+      }
+      std::string_view w = is_word(t, i) ? tok_text(L, t[i]) : std::string_view();
+      if (w == "all" || w == "alli" || w == "allv") {
+        save_all_ = true;
+        ++i;
+        continue;
+      }
+      if (!w.empty() && (w[0] == '@' || w == "tran" || w == "ac" || w == "dc" || w == "op")) {
+        if (w[0] == '@')
+          return void(err(at(L, t[i]), fmt::format("{} {}: device parameters (@dev[param]) cannot be saved; use "
+                                                   "v(node) or i(source)", card, w)));
+        ++i;  // an analysis name (HSPICE .probe tran v(x)): the list applies to every analysis
+        continue;
+      }
+      std::string sig;
+      SourceLoc loc;
+      if (!read_signal(L, t, i, sig, loc, "a signal")) return;
+      const bool v = sig.rfind("v(", 0) == 0, cur = sig.rfind("i(", 0) == 0;
+      if ((!v && !cur) || sig.find(',') != std::string::npos)
+        return void(err(loc, fmt::format("{} {}: only v(<node>), i(<source>) and node names can be saved", card, sig)));
+      if (std::find(out_.outputs.begin(), out_.outputs.end(), sig) == out_.outputs.end())
+        out_.outputs.push_back(std::move(sig));
+    }
+  }
+
+  // Nested .subckt definitions are stored as "<parent>/<name>": an instance inside a subcircuit names the
+  // definition nested in it (or in an enclosing one) before a top-level one, as ngspice scopes them.
+  void resolve_nested_subckts() {
+    for (SubcktDef& s : out_.subckts)
+      for (DeviceInstance& d : s.devices) {
+        if (d.type != "x") continue;
+        for (std::string scope = s.name;;) {
+          const std::string cand = scope + "/" + d.model;
+          if (subckts_.find(cand, names_of(out_.subckts)) != NameIndex::npos) {
+            d.model = cand;
+            break;
+          }
+          const size_t slash = scope.rfind('/');
+          if (slash == std::string::npos) break;
+          scope.resize(slash);
+        }
+      }
+  }
+
+  // Applies .func definitions to every expression of the deck.
+  void expand_all_funcs() {
+    if (funcs_.empty()) return;
+    auto fix = [&](ValueExpr& v) {
+      if (!v.text.empty()) expand_funcs(v.text, v.loc);
+    };
+    auto fix_params = [&](std::vector<ParamAssign>& ps) {
+      for (ParamAssign& p : ps)
+        for (ValueExpr& v : p.values) fix(v);
+    };
+    auto fix_devices = [&](std::vector<DeviceInstance>& ds) {
+      for (DeviceInstance& d : ds) fix_params(d.params);
+    };
+    fix_params(out_.params);
+    fix_params(out_.options);
+    fix_params(out_.ics);
+    for (ModelDef& m : out_.models) fix_params(m.params);
+    fix_devices(out_.devices);
+    for (SubcktDef& s : out_.subckts) {
+      fix_params(s.params);
+      for (ModelDef& m : s.models) fix_params(m.params);
+      fix_devices(s.devices);
+    }
+    for (AnalysisSpec& a : out_.analyses) {
+      for (AnalysisSpec::Sweep& sw : a.sweeps)
+        for (ValueExpr* v : {&sw.start, &sw.stop, &sw.step}) fix(*v);
+      for (ValueExpr* v : {&a.tstep, &a.tstop, &a.tstart, &a.tmax, &a.points, &a.fstart, &a.fstop}) fix(*v);
+      fix_params(a.args);
+    }
+    for (MeasureSpec& m : out_.measures)
+      for (MeasureClause* c : {&m.main, &m.second})
+        for (ValueExpr* v : {&c->val, &c->td, &c->from, &c->to, &c->at}) fix(*v);
+  }
 };
 
 Status run_spice(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out) {
@@ -1294,6 +1888,21 @@ Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetl
 }
 
 namespace detail {
+
+Status parse_measure(const std::string& text, const SourceLoc& at, const DeviceCatalog& cat, MeasureSpec& out) {
+  ParsedNetlist tmp;
+  Status st = parse_spice_string("measure\n.meas " + text + "\n", at.file() + " (measure)", cat, tmp);
+  for (Diag& d : st.errors) d.loc = at;
+  if (!st) return st;
+  if (tmp.measures.size() != 1) return Status::input("expected one measurement in .meas syntax", at);
+  out = std::move(tmp.measures[0]);
+  out.loc = at;
+  for (MeasureClause* c : {&out.main, &out.second}) {
+    c->signal_loc = at;
+    for (ValueExpr* v : {&c->val, &c->td, &c->from, &c->to, &c->at, &c->rise, &c->fall, &c->cross}) v->loc = at;
+  }
+  return st;
+}
 
 Status include_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out, int depth,
                      const SourceLoc& at) {

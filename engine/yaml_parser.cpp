@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <yaml-cpp/yaml.h>
+#include "engine/measure.hpp"
 #include "engine/parse.hpp"
 
 namespace anasim {
@@ -87,7 +88,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 const std::vector<std::string>& yaml_section_names() {
   static const std::vector<std::string> names = {"title",   "params", "models",  "subcircuits", "devices",
-                                                 "analyses", "options", "ic", "outputs", "include"};
+                                                 "analyses", "options", "ic", "outputs", "measure", "include"};
   return names;
 }
 
@@ -342,6 +343,8 @@ class YamlParser {
         ics(e.value, kl);
       } else if (k == "outputs") {
         outputs(e.value, kl);
+      } else if (k == "measure") {
+        measures(e.value, kl);
       } else if (k == "include") {
         includes(e.value, kl, depth);
       }
@@ -947,7 +950,7 @@ class YamlParser {
   void outputs(const YAML::Node& n, const SourceLoc& where) {
     if (n.IsNull()) return;
     if (n.IsScalar()) {
-      out_.outputs.push_back(to_lower(n.Scalar()));
+      if (to_lower(n.Scalar()) != "all") out_.outputs.push_back(to_lower(n.Scalar()));  // all: every signal
       return;
     }
     if (!n.IsSequence()) {
@@ -958,6 +961,25 @@ class YamlParser {
     for (const YAML::Node& x : n) {
       std::string s;
       if (name_scalar(x, "an output signal", where, s)) out_.outputs.push_back(s);
+    }
+  }
+
+  // measure: a list of .meas requests in SPICE syntax without the ".meas" ("tran t1 WHEN v(out)=0.5").
+  void measures(const YAML::Node& n, const SourceLoc& where) {
+    if (n.IsNull()) return;
+    if (!n.IsSequence()) {
+      err(loc(n, where), fmt::format("expected 'measure' to be a list like [\"tran tdel TRIG v(in) VAL=0.5 RISE=1 "
+                                     "TARG v(out) VAL=0.5 RISE=1\"], got {}", node_kind(n)));
+      return;
+    }
+    for (const YAML::Node& x : n) {
+      if (!x.IsScalar()) {
+        err(loc(x, where), fmt::format("expected a measurement in .meas syntax, got {}", node_kind(x)));
+        continue;
+      }
+      MeasureSpec m;
+      if (Status st = detail::parse_measure(x.Scalar(), loc(x, where), cat_, m); !st) st_.merge(st);
+      else out_.measures.push_back(std::move(m));
     }
   }
 
@@ -1007,6 +1029,9 @@ Status run_yaml(const std::string& text, const std::string& name, const DeviceCa
   out.file = name;
   YamlParser p(cat, out, analyses);
   p.parse_text(name, text, true, 0);
+  if (!out.outputs.empty())  // an outputs: list keeps what measure: reads, as .save does
+    for (std::string& sig : measure_signals(out.measures))
+      if (std::find(out.outputs.begin(), out.outputs.end(), sig) == out.outputs.end()) out.outputs.push_back(sig);
   return p.status();
 }
 
