@@ -82,66 +82,42 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   };
 
   double t = 0.0;
-  double delta = std::min(tstop / 100, a.tstep) / 10;
-  double save_delta = tstop / 50;  // [s] the step before it was last cut to land on a breakpoint
-  int order = 1;
-  const int maxorder = opt.method == Integration::BackwardEuler ? 1 : opt.maxord;
+  StepControl sc;
+  sc.delta = std::min(tstop / 100, a.tstep) / 10;
+  sc.save_delta = tstop / 50;
+  sc.maxorder = opt.method == Integration::BackwardEuler ? 1 : opt.maxord;
   // Accepted solutions; the predictor's guess starts each step's Newton (nonlinear circuits: a linear
   // circuit is one solve whatever the start).
   Predictor pred(s.x().size());
   pred.accept(s.x(), 0.0);
   double bp = next_break(0.0);
-  bool at_break = true;  // t is a breakpoint (t = 0 counts as one)
-  bool first = true;
   long accepted = 0, rejected = 0;
   double step = 0.0;  // [s] size of the step just accepted
   while (tstop - t >= min_break) {
-    delta = std::min(delta, tmax);
-    if (at_break) {
-      order = 1;
-      delta = std::min(delta, 0.1 * std::min(save_delta, bp - t));
-      if (first) delta /= 10;
-    }
-    bool hits_break = false;
-    if (t + delta > bp) {
-      save_delta = delta;
-      delta = bp - t;
-      hits_break = true;
-    }
+    bool hits_break = sc.propose(t, bp, tmax);
     for (;;) {
       ctx.mode = LoadContext::Mode::Tran;
-      ctx.time = hits_break ? bp : t + delta;  // land on the breakpoint bit-exactly
-      integ.prepare(ctx, opt.method, order, delta);
-      if (c.nonlinear() && !first) {
-        pred.predict(delta, s.x());
+      ctx.time = hits_break ? bp : t + sc.delta;  // land on the breakpoint bit-exactly
+      integ.prepare(ctx, opt.method, sc.order, sc.delta);
+      if (c.nonlinear() && !sc.first) {
+        pred.predict(sc.delta, s.x());
         ctx.x = s.x().data();
       }
       Status st = s.newton(opt.itl4, false);
-      double newdelta = delta;
+      double newdelta = sc.delta;
       bool ok = st.ok();
       if (!ok) {
         if (st.errors[0].message.rfind("singular", 0) == 0) return st;
-        newdelta = delta / 8;
-        order = 1;
-      } else if (!first) {
-        integ.finish(ctx);
-        newdelta = std::min(2 * delta, integ.lte_step(opt, opt.method, order));
-        if (newdelta > 0.9 * delta) {
-          if (order == 1 && maxorder > 1) {
-            order = 2;
-            newdelta = std::min(2 * delta, integ.lte_step(opt, opt.method, 2));
-            if (newdelta <= 1.05 * delta) order = 1;
-          }
-        } else {
-          ok = false;
-        }
+        newdelta = sc.delta / 8;
+        sc.order = 1;
       } else {
         integ.finish(ctx);
+        if (!sc.first) ok = sc.judge(integ, opt, opt.method, newdelta);
       }
       if (ok) {
-        t = hits_break ? bp : t + delta;
-        step = delta;
-        delta = newdelta;
+        t = hits_break ? bp : t + sc.delta;
+        step = sc.delta;
+        sc.delta = newdelta;
         break;
       }
       // Rejected (no convergence, or truncation error too large): retry from t with a smaller step.
@@ -149,16 +125,9 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
       s.ctx().x = s.x().data();
       ++rejected;
       hits_break = false;
-      const double olddelta = delta;
-      delta = newdelta;
-      if (delta <= hmin) {
-        if (olddelta > hmin) {
-          delta = hmin;
-        } else {
-          return Status::numerical(fmt::format("timestep too small at time {:.6g} s{}", t,
-                                               st.ok() ? "" : ": " + st.errors[0].message));
-        }
-      }
+      if (!sc.retry(newdelta, hmin))
+        return Status::numerical(fmt::format("timestep too small at time {:.6g} s{}", t,
+                                             st.ok() ? "" : ": " + st.errors[0].message));
     }
     if (++accepted > max_points)
       return Status::numerical(fmt::format("transient analysis stopped at time {:.6g} s of {:.6g} s: more than {} time "
@@ -167,15 +136,15 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
                                            t, tstop, max_points, out.size(), step));
     integ.accept();
     // With uic the t = 0 unknowns were not solved for, so the first step is not extrapolated over.
-    pred.accept(s.x(), first && a.uic ? 0.0 : step);
-    first = false;
+    pred.accept(s.x(), sc.first && a.uic ? 0.0 : step);
+    sc.first = false;
     if (meter) {  // every accepted step, also before tstart: the energies integrate from t = 0
       meter->evaluate(s.x().data(), s);
       meter->integrate(integ);
     }
     record(t);
-    at_break = t >= bp;
-    if (at_break) bp = next_break(t);
+    sc.at_break = t >= bp;
+    if (sc.at_break) bp = next_break(t);
   }
   res.stats = s.stats();
   res.stats.timepoints = accepted;

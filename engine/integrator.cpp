@@ -118,6 +118,45 @@ void Integrator::accept() {
   valid_ = std::min(valid_ + 1, 3);
 }
 
+bool StepControl::propose(double t, double bp, double tmax) {
+  delta = std::min(delta, tmax);
+  if (at_break) {
+    order = 1;
+    delta = std::min(delta, 0.1 * std::min(save_delta, bp - t));
+    if (first) delta /= 10;
+  }
+  if (t + delta > bp) {
+    save_delta = delta;
+    delta = bp - t;
+    return true;
+  }
+  return false;
+}
+
+bool StepControl::judge(const Integrator& integ, const Options& opt, Integration method, double& newdelta) {
+  newdelta = std::min(2 * delta, integ.lte_step(opt, method, order));
+  if (!(newdelta > 0.9 * delta)) return false;
+  if (order == 1 && maxorder > 1) {
+    order = 2;
+    newdelta = std::min(2 * delta, integ.lte_step(opt, method, 2));
+    if (newdelta <= 1.05 * delta) order = 1;
+  }
+  return true;
+}
+
+bool StepControl::retry(double newdelta, double hmin) {
+  const double olddelta = delta;
+  delta = newdelta;
+  if (delta <= hmin) {
+    if (olddelta > hmin) {
+      delta = hmin;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 Predictor::Predictor(size_t size) {
   x_[0].assign(size, 0.0);
   x_[1].assign(size, 0.0);

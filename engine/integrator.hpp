@@ -44,6 +44,29 @@ class Integrator {
   double gear_a1_ = 0, gear_a2_ = 0;
 };
 
+// The .tran step control of ngspice 39's DCtran, shared by the engine's transient (engine/an_tran.cpp) and the
+// network transient's fast path (nn/fast_tran.cpp): breakpoints closer than a minimum after t are the caller's to
+// drop; at a breakpoint the order drops to 1 and the step to 0.1 x min(step before the cut, distance to the next
+// breakpoint); the very first step is cut by another 10 and skips the LTE check; the order rises to 2 only when
+// the order-2 LTE estimate allows a step > 1.05 x the current one; a rejected step is retried smaller.
+struct StepControl {
+  double delta = 0;       // [s] the step being tried
+  double save_delta = 0;  // [s] the step before it was last cut to land on a breakpoint
+  int order = 1;
+  int maxorder = 2;
+  bool at_break = true;   // the last accepted time is a breakpoint (t = 0 counts as one)
+  bool first = true;      // no step accepted yet
+
+  // Sets delta for the step from t toward the next breakpoint bp with largest step tmax [s]; true when the step
+  // lands on bp (delta = bp - t).
+  bool propose(double t, double bp, double tmax);
+  // After a converged step other than the first: the next step newdelta [s] from the LTE (and the order for it);
+  // false when the truncation error rejects this step (newdelta is then the retry's).
+  bool judge(const Integrator& integ, const Options& opt, Integration method, double& newdelta);
+  // A rejected step: the retry's delta = newdelta, at least hmin once; false when already at hmin (give up).
+  bool retry(double newdelta, double hmin);
+};
+
 // Initial guess for Newton at a new timepoint (SPICE's predictor, ngspice DEVpred): the solution extrapolated
 // linearly from the last two accepted timepoints, x = x1 + (h / h1) (x1 - x2) for a step h after a step h1.
 // Devices still limit their junction voltages against their previous evaluation, so a poor guess (e.g. across

@@ -362,32 +362,23 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   // Accepted solutions for the predictor and for rejected steps.
   std::vector<std::vector<double>> x1 = w.x, x2 = w.x, lim1 = w.lim;
   double h1 = 0;
-  double t = 0.0, delta = std::min(tstop_nominal / 100, tmax) / 10, save_delta = tstop_nominal / 50;
-  int order = 1;
+  double t = 0.0;
+  StepControl sc;  // the engine's .tran step control
+  sc.delta = std::min(tstop_nominal / 100, tmax) / 10;
+  sc.save_delta = tstop_nominal / 50;
   double bp = tr;
-  bool at_break = true, first = true;
   constexpr int kSettledPoints = 5;
   int settled_points = 0;
   long accepted = 0, rejected = 0;
   double last_ag0 = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> icap(n_states);
   for (;;) {
-    delta = std::min(delta, tmax);
-    if (at_break) {
-      order = 1;
-      delta = std::min(delta, 0.1 * std::min(save_delta, bp - t));
-      if (first) delta /= 10;
-    }
-    bool hits_break = false;
-    if (t + delta > bp) {
-      save_delta = delta;
-      delta = bp - t;
-      hits_break = true;
-    }
+    bool hits_break = sc.propose(t, bp, tmax);
     double tn = 0;
     for (;;) {
+      const double delta = sc.delta;
       tn = hits_break ? bp : t + delta;
-      integ.prepare(ctx, Integration::Trapezoidal, order, delta);
+      integ.prepare(ctx, Integration::Trapezoidal, sc.order, delta);
       const double ag0 = ctx.ag0, rr = ramp(tn);
       // Companion admittances (when the step changed) and the pole capacitors' history.
       if (ag0 != last_ag0) {
@@ -409,7 +400,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
           for (int j = 0; j < lr[l].C; ++j)
             for (int k = 0; k < lr[l].nops; ++k) w.ipole[l][j * 3 + k] = -ctx.hist[lr[l].pole_off + j * lr[l].nops + k];
       // Predictor (the engine's: linear extrapolation from the last two accepted points).
-      if (!first && h1 > 0) {
+      if (!sc.first && h1 > 0) {
         const double xf = delta / h1;
         for (int l = 0; l < L; ++l)
           for (size_t u = 0; u < w.x[l].size(); ++u) w.x[l][u] = x1[l][u] + xf * (x1[l][u] - x2[l][u]);
@@ -429,22 +420,11 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       bool ok = !w.failed;
       if (!ok) {
         newdelta = delta / 8;
-        order = 1;
+        sc.order = 1;
       } else {
         charges(w, rr, w.gpole, ctx.hist, ctx.q);
         integ.finish(ctx);
-        if (!first) {
-          newdelta = std::min(2 * delta, integ.lte_step(o, Integration::Trapezoidal, order));
-          if (newdelta > 0.9 * delta) {
-            if (order == 1) {
-              order = 2;
-              newdelta = std::min(2 * delta, integ.lte_step(o, Integration::Trapezoidal, 2));
-              if (newdelta <= 1.05 * delta) order = 1;
-            }
-          } else {
-            ok = false;
-          }
-        }
+        if (!sc.first) ok = sc.judge(integ, o, Integration::Trapezoidal, newdelta);
         // An output crossing its band edge within a coarse step: redo the step finely.
         if (ok && delta > 1.01 * h_fine) {
           const Layout& Lo = fl.kernel.L;
@@ -459,23 +439,16 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
         }
       }
       if (ok) {
-        delta = newdelta;
+        sc.delta = newdelta;
         break;
       }
       w.x = x1;
       w.lim = lim1;
       ++rejected;
       hits_break = false;
-      const double olddelta = delta;
-      delta = newdelta;
-      if (delta <= hmin) {
-        if (olddelta > hmin) {
-          delta = hmin;
-        } else {
-          return Status::numerical(fmt::format("network transient of sample {}: time step too small at {:.6g} s{}",
-                                               sample, t, w.failed ? " (the step's sweeps did not converge)" : ""));
-        }
-      }
+      if (!sc.retry(newdelta, hmin))
+        return Status::numerical(fmt::format("network transient of sample {}: time step too small at {:.6g} s{}",
+                                             sample, t, w.failed ? " (the step's sweeps did not converge)" : ""));
     }
     const double step = tn - t;
     t = tn;
@@ -485,7 +458,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     x1 = w.x;
     lim1 = w.lim;
     h1 = step;
-    first = false;
+    sc.first = false;
     ++accepted;
     // Energies: this point's powers integrated with the step's rule.
     double pw[kNumEnergyParts], e[kNumEnergyParts];
@@ -497,8 +470,8 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       pw_prev[p] = pw[p];
     }
     record(w, t, e);
-    at_break = t >= bp;
-    if (at_break) bp = std::numeric_limits<double>::infinity();
+    sc.at_break = t >= bp;
+    if (sc.at_break) bp = std::numeric_limits<double>::infinity();
     // Done when every layer's outputs have stayed within a tenth of the band of their final (DC) values for
     // kSettledPoints points in a row (the engine's run instead goes on to twice the settling time).
     settled_points = near_final(w, 0.1 * band) ? settled_points + 1 : 0;
