@@ -97,7 +97,7 @@ struct EnergyReport {
 // Maps and realizes the network (trial 0, as nn eval), gets each image's DAC codes from the fast DC path
 // (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs the fast transient path
 // (FastTransient::run; opt.engine: image_transient) on each, images in parallel (OpenMP; results do not depend on
-// the thread count). The sampling-time table uses 20 times evenly spaced over (0, largest settling time], the
+// the thread count). The sampling-time table uses 20 times evenly spaced over (0, longest run], the
 // classes there from each image's class record.
 Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
                   const TransientOptions& opt, EnergyReport& rep);
