@@ -148,30 +148,23 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     FastLayer& f = I.layers[l];
     const LayerMapping& m = map.layers[l];
     const LayerInstance& li = hw.layers[l];
-    f.Ycx = Eigen::MatrixXd::Zero(f.C, f.P);
-    f.Ycc = Eigen::MatrixXd::Zero(f.C, f.C);
-    f.Yxx.assign(m.row_blocks.size() - 1, Eigen::MatrixXd());
-    for (auto& j : jobs) {
-      if (j.l != l) continue;
-      const int r0 = m.row_blocks[j.b], nr = m.row_blocks[j.b + 1] - r0;
-      f.Ycx.middleCols(r0, nr) += j.Y.block(nr, 0, f.C, nr);
-      f.Ycc += j.Y.block(nr, nr, f.C, f.C);
-      f.Yxx[j.b] = j.Y.block(0, 0, nr, nr);
-    }
-    f.Yxc = f.Ycx.transpose();
-    if (opt.moments) {
-      f.C1cx = Eigen::MatrixXd::Zero(f.C, f.P);
-      f.C1cc = Eigen::MatrixXd::Zero(f.C, f.C);
-      f.C1xx.assign(m.row_blocks.size() - 1, Eigen::MatrixXd());
+    // The row blocks' port matrices (admittances Y, or capacitance moments Y1) summed into the layer's relations.
+    auto gather = [&](Eigen::MatrixXd Job::*Y, Eigen::MatrixXd& cx, Eigen::MatrixXd& cc, Eigen::MatrixXd& xc,
+                      std::vector<Eigen::MatrixXd>& xx) {
+      cx = Eigen::MatrixXd::Zero(f.C, f.P);
+      cc = Eigen::MatrixXd::Zero(f.C, f.C);
+      xx.assign(m.row_blocks.size() - 1, Eigen::MatrixXd());
       for (auto& j : jobs) {
         if (j.l != l) continue;
         const int r0 = m.row_blocks[j.b], nr = m.row_blocks[j.b + 1] - r0;
-        f.C1cx.middleCols(r0, nr) += j.Y1.block(nr, 0, f.C, nr);
-        f.C1cc += j.Y1.block(nr, nr, f.C, f.C);
-        f.C1xx[j.b] = j.Y1.block(0, 0, nr, nr);
+        cx.middleCols(r0, nr) += (j.*Y).block(nr, 0, f.C, nr);
+        cc += (j.*Y).block(nr, nr, f.C, f.C);
+        xx[j.b] = (j.*Y).block(0, 0, nr, nr);
       }
-      f.C1xc = f.C1cx.transpose();
-    }
+      xc = cx.transpose();
+    };
+    gather(&Job::Y, f.Ycx, f.Ycc, f.Yxc, f.Yxx);
+    if (opt.moments) gather(&Job::Y1, f.C1cx, f.C1cc, f.C1xc, f.C1xx);
     // DAC tables: signed row voltage per code (odd rows are driven by the DAC with swapped pins).
     f.dac.clear();
     for (int p = f.first_dac; p < f.P; ++p) {

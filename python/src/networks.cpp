@@ -282,17 +282,23 @@ Layers layers_of(const Mlp& net) {
 }
 
 // `anasim nn mc`: accuracy per trial and sweep point (fractions), with the summary statistics per point.
-// `anasim nn energy` over a batch (nn/energy.hpp run_energy): per-image arrays and the summary.
-py::dict energy(const Layers& layers, const std::string& config, const Overrides& overrides, const ImagesF& images,
-                const std::vector<int>& labels, const ImagesF& calib, bool from_previous, double tstop, bool engine) {
-  const Mlp net = mlp_from(layers);
-  const HardwareConfig cfg = config_from(config, overrides);
+// A labelled test set from NumPy images (checked against the network's inputs) and labels.
+Dataset test_set(const ImagesF& images, const std::vector<int>& labels, const Mlp& net) {
   Dataset test;
   test.images = images_from(images);
   test.labels = labels;
   if (static_cast<long>(labels.size()) != test.images.rows())
     raise_if_failed(Status::input("labels and images differ in count"));
   check_pixels(test.images, net.inputs(), "images");
+  return test;
+}
+
+// `anasim nn energy` over a batch (nn/energy.hpp run_energy): per-image arrays and the summary.
+py::dict energy(const Layers& layers, const std::string& config, const Overrides& overrides, const ImagesF& images,
+                const std::vector<int>& labels, const ImagesF& calib, bool from_previous, double tstop, bool engine) {
+  const Mlp net = mlp_from(layers);
+  const HardwareConfig cfg = config_from(config, overrides);
+  const Dataset test = test_set(images, labels, net);
   const MatrixRf cal = images_from(calib, cfg.calib_samples);
   check_pixels(cal, net.inputs(), "calibration images");
   if (!(tstop >= 0)) raise_if_failed(Status::input("tstop must be >= 0 (0 = automatic)"));
@@ -344,12 +350,7 @@ py::dict monte_carlo(const Layers& layers, const std::string& config, const Over
                      unsigned long long seed, const std::string& sweep) {
   const Mlp net = mlp_from(layers);
   const HardwareConfig cfg = config_from(config, overrides);
-  Dataset test;
-  test.images = images_from(images);
-  test.labels = labels;
-  if (static_cast<long>(labels.size()) != test.images.rows())
-    raise_if_failed(Status::input("labels and images differ in count"));
-  check_pixels(test.images, net.inputs(), "images");
+  const Dataset test = test_set(images, labels, net);
   const MatrixRf cal = images_from(calib);  // whole: a sweep may raise calib_samples
   check_pixels(cal, net.inputs(), "calibration images");
   McOptions opt;
