@@ -383,6 +383,7 @@ int cmd_energy(const NnArgs& a) {
   o.engine = a.engine;
   EnergyReport r;
   if (Status st = run_energy(h.net, h.cfg, h.calib(), h.test, a.samples, o, r); !st) return report(st);
+  if (!dist::is_root()) return 0;  // rank 0 prints and writes the results
   if (!a.per_sample.empty()) {
     std::string csv = "sample,label,class,latency_s,energy_j\n";
     for (int k = 0; k < r.samples; ++k)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
+#include "engine/distribute.hpp"
 #include "engine/simulate.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/fast_tran.hpp"
@@ -147,6 +148,30 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   return {};
 }
 
+// An image's results as the doubles the MPI work loop moves between ranks, and back (waveforms are not moved).
+std::vector<double> pack_image(const ImageTransient& im) {
+  std::vector<double> v = {im.settle_s, im.tstop_s, im.energy_j, static_cast<double>(im.cls),
+                           static_cast<double>(im.timepoints), im.seconds, static_cast<double>(im.class_t.size())};
+  v.insert(v.end(), std::begin(im.energy_parts_j), std::end(im.energy_parts_j));
+  v.insert(v.end(), im.class_t.begin(), im.class_t.end());
+  v.insert(v.end(), im.class_v.begin(), im.class_v.end());
+  return v;
+}
+ImageTransient unpack_image(const std::vector<double>& v) {
+  ImageTransient im;
+  im.settle_s = v[0];
+  im.tstop_s = v[1];
+  im.energy_j = v[2];
+  im.cls = static_cast<int>(v[3]);
+  im.timepoints = static_cast<long>(v[4]);
+  im.seconds = v[5];
+  const size_t nc = static_cast<size_t>(v[6]), p0 = 7 + kNumEnergyParts;
+  std::copy(v.begin() + 7, v.begin() + p0, std::begin(im.energy_parts_j));
+  im.class_t.assign(v.begin() + p0, v.begin() + p0 + nc);
+  for (size_t i = 0; i < nc; ++i) im.class_v.push_back(static_cast<int>(v[p0 + nc + i]));
+  return im;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -242,22 +267,39 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     if (Status st = fe.evaluate_one(test.images.row(k).data(), static_cast<std::uint64_t>(k), fv, &codes[k]); !st)
       return Status::numerical(fmt::format("sample {}: {}", k, st.errors[0].message));
   }
-  rep.images.assign(n, ImageTransient{});
-  std::vector<Status> status(n);
+  // Images in chunks over the MPI ranks (engine/distribute.hpp; one rank without mpirun), each chunk's images in
+  // parallel on the rank's threads; every rank ends with every image's result.
   const LayerCodes none;
-  auto one = [&](int k) {
-    const LayerCodes& prev = k > 0 ? codes[k - 1] : none;
-    status[k] = opt.engine ? image_transient(hw, codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, rep.images[k])
-                           : ft.run(codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, rep.images[k]);
+  auto chunk = [&](const std::vector<long>& items, std::vector<std::vector<double>>& out) -> Status {
+    const int m = static_cast<int>(items.size());
+    std::vector<ImageTransient> ims(m);
+    std::vector<Status> st(m);
+    auto one = [&](int i) {
+      const int k = static_cast<int>(items[i]);
+      const LayerCodes& prev = k > 0 ? codes[k - 1] : none;
+      st[i] = opt.engine ? image_transient(hw, codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i])
+                         : ft.run(codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i]);
+    };
+    if (opt.engine) {
+      for (int i = 0; i < m; ++i) one(i);
+    } else {
+#pragma omp parallel for schedule(dynamic, 1)
+      for (int i = 0; i < m; ++i) one(i);
+    }
+    out.assign(m, {});
+    for (int i = 0; i < m; ++i) {
+      if (!st[i]) return st[i];  // the lowest failing image of the chunk
+      out[i] = pack_image(ims[i]);
+    }
+    return {};
   };
-  if (opt.engine) {
-    for (int k = 0; k < n && status[k > 0 ? k - 1 : 0].ok(); ++k) one(k);
-  } else {
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int k = 0; k < n; ++k) one(k);
-  }
-  for (int k = 0; k < n; ++k)
-    if (!status[k]) return status[k];
+  dist::ItemTable table(n);
+  if (Status st = dist::run_items(table, dist::chunk_size(n, opt.engine ? 1 : 8), chunk,
+                                  [](const dist::ItemTable&) { return Status{}; }, "images");
+      !st)
+    return st;
+  rep.images.assign(n, ImageTransient{});
+  for (int k = 0; k < n; ++k) rep.images[k] = unpack_image(table.values[k]);
   std::vector<double> lat, en;
   long right = 0;
   double latest = 0;
