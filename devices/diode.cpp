@@ -146,7 +146,7 @@ class DiodeType : public DeviceType {
     model_params = {
         P("is").unit("A").def(1e-14).above(0).doc("saturation current").bind<&M::is>(),
         P("n").def(1).above(0).doc("emission coefficient").bind<&M::n>(),
-        P("rs").unit("ohm").def(0).range(0, kInf).doc("series resistance").bind<&M::rs>(),
+        P("rs").unit("ohm").def(0).range(0, kInf).doc("series resistance (below 1 uohm: a short, as 0)").bind<&M::rs>(),
         P("cjo").alias("cj0").unit("F").def(0).range(0, kInf).doc("zero-bias junction capacitance").bind<&M::cjo>(),
         P("vj").alias("pb").unit("V").def(1).above(0).doc("junction potential").bind<&M::vj>(),
         P("m").alias("mj").def(0.5).range(0, 0.9).doc("grading coefficient").bind<&M::m>(),

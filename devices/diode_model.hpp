@@ -94,7 +94,11 @@ inline Coeffs coeffs(const Params& p, double temp = kTemp) {
   const double vt = temp == kTemp ? kVt : kBoltz / kCharge * temp;
   Coeffs c;
   c.is = p.is * p.area;
-  c.rs = p.rs / p.area;
+  // A series resistance below kRsShort is a short (no internal node, as rs = 0): its conductance (> 1e6 S) next to
+  // junction conductances of uS..S leaves the internal node undetermined in double precision (a 1 fOhm bridge
+  // stalled the transient), while the voltage it would drop (< 1 uV at 1 A) is below any node tolerance.
+  constexpr double kRsShort = 1e-6;  // [ohm]
+  c.rs = p.rs / p.area < kRsShort ? 0.0 : p.rs / p.area;
   c.cjo = p.cjo * p.area;
   c.vj = p.vj;
   c.mj = p.m;

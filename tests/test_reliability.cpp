@@ -391,3 +391,30 @@ TEST_CASE("reliability: command-line values that would be clamped or ignored") {
   CHECK(run_cli("nn eval no_such_model.h5 --samples 5 > /dev/null 2>&1") == 2);
   CHECK(run_cli("nn eval no_such_model.h5 --json > /dev/null 2>&1") == 2);
 }
+
+TEST_CASE("reliability: a diode bridge with rs = 1 fOhm runs as with rs = 0 (no stall on an undetermined node)") {
+  auto deck = [](const char* rs) {
+    return fmt::format(R"(* full-wave bridge, RC load
+.model drect d(is=2.5e-9 n=1.75 rs={} cjo=40p vj=0.6 m=0.45 tt=4u)
+vs ac1 ac2 dc 0 sin(0 10 50)
+rsrc ac2 0 1meg
+d1 ac1 pos drect
+d2 ac2 pos drect
+d3 neg ac1 drect
+d4 neg ac2 drect
+rgnd neg 0 1m
+rl pos 0 500
+cl pos 0 100u
+.tran 5e-05 0.1 0 5e-06
+.end
+)", rs);
+  };
+  RunResults tiny, zero;
+  Status st = test::run_deck_status(deck("1e-15"), tiny);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  REQUIRE(test::run_deck_status(deck("0"), zero).ok());
+  const AnalysisResult& a = tiny.analyses.at(0);
+  const AnalysisResult& b = zero.analyses.at(0);
+  REQUIRE(a.sweep.size() == b.sweep.size());
+  CHECK(a.find("v(pos)")->re == b.find("v(pos)")->re);
+}
