@@ -80,6 +80,7 @@ using opamp_model::kIsplit;
 using opamp_model::kCpole;
 using opamp_model::Coeffs;
 using opamp_model::limit_tanh_arg;
+using opamp_model::from_vcc;
 
 // Controlling unknowns of the nonlinear currents: inputs, supplies, pole node, output.
 enum { cInp, cInn, cVcc, cVee, cP, cOut, kNc };
@@ -224,9 +225,6 @@ template <class T, class Th> T level2_iout(const Coeffs& c, const Pins<T>& x, Th
   if (!std::isfinite(c.ilim)) return (x.p - x.out) / T(c.rout);
   return T(c.ilim) * th((x.p - x.out) / T(c.rout * c.ilim), 1);
 }
-
-// Share of the output current io drawn from vcc (the rest comes from vee) [A].
-template <class T> T from_vcc(const T& io) { return T(0.5) * (io + sqrt(io * io + T(kIsplit * kIsplit))); }
 
 
 // ---- the device ---------------------------------------------------------------------------------
@@ -406,9 +404,7 @@ class Opamp : public Device {
       };
       io = (c_.level == 1 ? level1_iout(c_, p, th) : level2_iout(c_, p, th)).v;
     }
-    const double ip = from_vcc(Dual(io)).v;
-    const double iq = c_.level == 2 ? c_.iq : 0.0;
-    return iq * (c_.vpos - c_.vneg) + ip * c_.vpos + (io - ip) * c_.vneg;
+    return opamp_model::rail_power(c_.level == 2 ? c_.iq : 0.0, c_.vpos, c_.vneg, io);
   }
 
  private:

@@ -127,6 +127,20 @@ inline double pole_voltage_dc(const DcCoeffs& c, double stage, double& dp_dstage
   return pole_voltage(c, stage, 0.0, dp_dstage);
 }
 
+// Share of an output current io [A] drawn from the positive rail (the rest comes from the negative one): a smooth
+// split of width kIsplit. T = double, or the device's Dual/Sym (their sqrt found by argument-dependent lookup).
+template <class T> T from_vcc(const T& io) {
+  using std::sqrt;
+  return T(0.5) * (io + sqrt(io * io + T(kIsplit * kIsplit)));
+}
+
+// Power [W] the rails vpos/vneg [V] deliver to an op-amp with quiescent current iq [A] that drives io [A] into its
+// output (the output current split between the rails by from_vcc).
+inline double rail_power(double iq, double vpos, double vneg, double io) {
+  const double ip = from_vcc(io);
+  return iq * (vpos - vneg) + ip * vpos + (io - ip) * vneg;
+}
+
 // Newton step limiting of the tanh arguments (engine/limiting.hpp).
 using anasim::limit_tanh_arg;
 

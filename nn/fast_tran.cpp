@@ -31,11 +31,6 @@ VectorXd block_mv(const std::vector<MatrixXd>& B, const std::vector<int>& row_bl
   return y;
 }
 
-// Share of an op-amp's output current io drawn from vcc (devices/opamp.cpp from_vcc) [A].
-double from_vcc(double io) {
-  return 0.5 * (io + std::sqrt(io * io + opamp_model::kIsplit * opamp_model::kIsplit));
-}
-
 // Linear interpolation of v over t at x (clamped).
 double interp(const std::vector<double>& t, const std::vector<double>& v, size_t stride, size_t k0, double x) {
   const size_t n = t.size();
@@ -173,27 +168,32 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   const double tr = cfg.dac_tr;
   auto ramp = [&](double t) { return std::clamp(t / tr, 0.0, 1.0); };
 
-  // Port charges [C] and DC (conductive) port currents [A] of layer l at state ws, ramp rr; rows = false leaves
-  // out the row charges and currents of a DAC layer (its C x P products; the sweeps do not need them).
+  // Port voltages of layer l at state ws, ramp rr, with (charges) the port charges [C] and (currents) the DC
+  // (conductive) port currents [A] into the array; rows = false leaves out a DAC layer's row charges and currents
+  // (its C x P products; the sweeps do not need them).
   struct Ports {
     VectorXd c, vx, qc, qx, gc, gx;  // voltages, charges, conductive currents into the array
   };
-  auto ports = [&](const Work& ws, int l, double rr, bool currents, bool rows = true) {
+  auto ports = [&](const Work& ws, int l, double rr, bool charges, bool currents, bool rows = true) {
     const FastLayer& f = I.layers[l];
     const LayerRun& r = lr[l];
     Ports pt;
     pt.c = col_volts(ws, l);
     pt.vx = row_volts(ws, l, rr);
     if (r.dac) {
-      pt.qc = f.C1cc * pt.c + r.z0 + rr * r.z1;
-      if (rows) pt.qx = r.uc0 + rr * r.uc1 + f.C1xc * pt.c;
+      if (charges) {
+        pt.qc = f.C1cc * pt.c + r.z0 + rr * r.z1;
+        if (rows) pt.qx = r.uc0 + rr * r.uc1 + f.C1xc * pt.c;
+      }
       if (currents) {
         pt.gc = f.Ycc * pt.c + r.w0 + rr * r.w1;
         if (rows) pt.gx = r.u0 + rr * r.u1 + f.Yxc * pt.c;
       }
     } else {
-      pt.qc = f.C1cc * pt.c + f.C1cx * pt.vx;
-      pt.qx = block_mv(f.C1xx, f.m->row_blocks, pt.vx) + f.C1xc * pt.c;
+      if (charges) {
+        pt.qc = f.C1cc * pt.c + f.C1cx * pt.vx;
+        pt.qx = block_mv(f.C1xx, f.m->row_blocks, pt.vx) + f.C1xc * pt.c;
+      }
       if (currents) {
         pt.gc = f.Ycc * pt.c + f.Ycx * pt.vx;
         pt.gx = block_mv(f.Yxx, f.m->row_blocks, pt.vx) + f.Yxc * pt.c;
@@ -226,7 +226,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
             pv[l][j * r.nops + k] = p;
             q[r.pole_off + j * r.nops + k] = opamp_model::kCpole * p;
           }
-      const Ports pt = ports(ws, l, rr, false);
+      const Ports pt = ports(ws, l, rr, true, false);
       std::copy(pt.qc.data(), pt.qc.data() + r.C, q + r.qc_off);
       std::copy(pt.qx.data(), pt.qx.data() + r.P, q + r.qx_off);
     }
@@ -245,7 +245,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       // Arrays: what all ports deliver into them; the DAC output resistances' share is the DACs'. A DAC layer's
       // rows without those: vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (Ycx vx).c, no C x P product.
       const bool rows = !r.dac || cfg.dac_rout > 0;
-      const Ports pt = ports(ws, l, rr, true, rows);
+      const Ports pt = ports(ws, l, rr, false, true, rows);
       VectorXd ic = pt.gc;
       if (icap) ic += Eigen::Map<const VectorXd>(icap + r.qc_off, r.C);
       pw[kPartCrossbar] += pt.c.dot(ic);
@@ -273,10 +273,9 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
           double io;
           if (op.level == 0) return vo * x[Lo.br[k]];
           io = K.output_current(vi, vo, pv[l][j * r.nops + k], vos[k]);
-          double p = op.level == 2 ? iq * (op.vpos - op.vneg) + vi * op.ib : 0.0;
+          double p = op.level == 2 ? vi * op.ib : 0.0;
           if (std::isfinite(op.rin)) p += vi * vi / op.rin;
-          const double fv = from_vcc(io);
-          return p + fv * op.vpos + (io - fv) * op.vneg - vo * io;
+          return p + opamp_model::rail_power(iq, op.vpos, op.vneg, io) - vo * io;
         };
         const double c = x[Lo.c], y = x[Lo.y];
         pw[kPartOpamps] += opamp(kOpTia, Lo.c, Lo.y);
@@ -355,8 +354,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     for (int j = 0; j < nout; ++j) Y.push_back(ws.x[L - 1][static_cast<size_t>(j) * lr[L - 1].n + Lo.y]);
     E.insert(E.end(), e, e + kNumEnergyParts);
   };
-  charges(w, 0.0, 0.0, nullptr, std::vector<double>(n_states).data());  // pv at t = 0
-  powers(w, 0.0, nullptr, pw_prev);
+  powers(w, 0.0, nullptr, pw_prev);  // pv and the port charges from charges() above
   record(w, 0.0, e_prev);
 
   // Accepted solutions for the predictor and for rejected steps.
@@ -369,7 +367,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   double bp = tr;
   constexpr int kSettledPoints = 5;
   int settled_points = 0;
-  long accepted = 0, rejected = 0;
+  long accepted = 0;
   double last_ag0 = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> icap(n_states);
   for (;;) {
@@ -408,7 +406,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       // Array currents at the predicted voltages: G v + ag0 C1 v + history (the sweeps keep them up to date).
       for (int l = 0; l < L; ++l) {
         const LayerRun& r = lr[l];
-        const Ports pt = ports(w, l, rr, true, !r.dac);
+        const Ports pt = ports(w, l, rr, true, true, !r.dac);
         const Eigen::Map<const VectorXd> hc(ctx.hist + r.qc_off, r.C), hx(ctx.hist + r.qx_off, r.P);
         Eigen::Map<VectorXd>(w.ic[l].data(), r.C) = pt.gc + ag0 * pt.qc + hc;
         if (!r.dac) Eigen::Map<VectorXd>(w.ix[l].data(), r.P) = pt.gx + ag0 * pt.qx + hx;
@@ -444,7 +442,6 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       }
       w.x = x1;
       w.lim = lim1;
-      ++rejected;
       hits_break = false;
       if (!sc.retry(newdelta, hmin))
         return Status::numerical(fmt::format("network transient of sample {}: time step too small at {:.6g} s{}",
@@ -531,7 +528,6 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     for (size_t k = 0; k < np; ++k)
       for (int j = 0; j < nout; ++j) out.y[j][k] = Y[k * nout + j];
   }
-  (void)rejected;
   out.seconds = std::chrono::duration<double>(Clock::now() - clock0).count();
   return {};
 }
