@@ -59,6 +59,9 @@ struct FastEvaluator::Impl {
     std::vector<double> old;
     long sweeps = 0, newton = 0;
     bool failed = false;
+    // Multiplies the kernel's tolerance (reltol |x| + vntol) in the sweeps and local Newton solves: 1 at DC; a
+    // transient step's solve uses a looser one (FastTranOptions::newton_reltol).
+    double tol_scale = 1;
     // The port relations the sweeps see, per layer: the DC admittances of FastLayer (init_work), or a transient
     // step's companion admittances G + ag0 C (nn/fast_tran.cpp).
     std::vector<const Eigen::MatrixXd*> Ycc, Ycx, Yxc;

@@ -237,7 +237,7 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample, b
           }
         }
         if (newton && verify && state == 2) ++n_check;
-        if (newton && verify && state == 2 && K.check(in, x, lim, J, piv)) {
+        if (newton && verify && state == 2 && K.check(in, x, lim, J, piv, w.tol_scale)) {
           newton = false;  // the linear updates landed on the solution
           state = 1;
           std::copy(x, x + n, xn);
@@ -249,7 +249,7 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample, b
           // Outside verification a looser stop (1e-8 relative) suffices: the Newton step just taken makes the
           // error quadratically smaller, and the verifying check enforces the full tolerance.
           ++n_newton;
-          int it = K.solve(in, x, lim, warm, 0.0, 0.0, J, piv, verify ? 1.0 : kLooseTol);
+          int it = K.solve(in, x, lim, warm, 0.0, 0.0, J, piv, (verify ? 1.0 : kLooseTol) * w.tol_scale);
           if (it < 0) it = K.robust_solve(in, x, lim, warm && state != 3 ? xn : w.old.data(), warm, it, J, piv);
           if (it < 0) {
             w.failed = true;
@@ -271,14 +271,14 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample, b
           for (int i = 0; i < np; ++i) sens[i * n + ports[i]] = 1.0;
           K.apply_multi(J, piv, sens, np);
           double itol[kMaxLocal];
-          for (int k = 0; k < n; ++k) itol[k] = 1.0 / K.tol(k, x[k], x[k]);
+          for (int k = 0; k < n; ++k) itol[k] = 1.0 / (w.tol_scale * K.tol(k, x[k], x[k]));
           for (int i = 0; i < 3; ++i) {
             bound[i] = 0;
             for (int k = 0; k < n && i < np; ++k) bound[i] = std::max(bound[i], std::fabs(sens[i * n + k]) * itol[k]);
           }
         }
         for (int k = 0; k < n; ++k) {
-          const double dx = std::fabs(x[k] - w.old[k]), tk = K.tol(k, x[k], w.old[k]);
+          const double dx = std::fabs(x[k] - w.old[k]), tk = w.tol_scale * K.tol(k, x[k], w.old[k]);
           if (dx <= tk * std::max(worst, 1e-3)) continue;
           const double d = dx / tk;
           if (d > worst && o.trace)

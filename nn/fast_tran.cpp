@@ -336,6 +336,8 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     }
   }
 
+  // The steps' solves: reltol and vntol both scaled from the DC path's (FastOptions: 1e-12, 1e-12 V).
+  const double step_tol_scale = std::max(1.0, to_.newton_reltol / I.opt.reltol);
   const double tstop_nominal = opt.tstop > 0 ? opt.tstop : default_tstop(cfg, L);
   // Steps: at most the engine's tmax (tstop / points) where an output crosses the edge of its settling band (the
   // settling time is interpolated linearly there, as the engine does), step_factor times that elsewhere.
@@ -413,6 +415,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
         std::copy(pt.vx.data(), pt.vx.data() + r.P, w.vx[l].begin());
       }
       w.failed = false;
+      w.tol_scale = step_tol_scale;
       I.sweep(w, 0, L, sample, true);
       double newdelta = delta;
       bool ok = !w.failed;

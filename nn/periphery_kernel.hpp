@@ -277,19 +277,21 @@ struct Kernel {
     }
   }
   // Convergence check at x without refactoring: one Newton step computed with the Jacobian stamped at x but solved
-  // with the earlier LU factors (J, piv). True, with x advanced by that step, if the step is within the tolerance.
-  bool check(const NeuronIn& in, double* x, double* lim, const double* J, const int* piv) const {
+  // with the earlier LU factors (J, piv). True, with x advanced by that step, if the step is within the tolerance
+  // (times tol_scale).
+  bool check(const NeuronIn& in, double* x, double* lim, const double* J, const int* piv, double tol_scale = 1) const {
     switch (L.n) {
-      case 2: return check_n<2>(in, x, lim, J, piv);
-      case 3: return check_n<3>(in, x, lim, J, piv);
-      case 7: return check_n<7>(in, x, lim, J, piv);
-      case 10: return check_n<10>(in, x, lim, J, piv);
-      case 12: return check_n<12>(in, x, lim, J, piv);
-      default: return check_n<0>(in, x, lim, J, piv);
+      case 2: return check_n<2>(in, x, lim, J, piv, tol_scale);
+      case 3: return check_n<3>(in, x, lim, J, piv, tol_scale);
+      case 7: return check_n<7>(in, x, lim, J, piv, tol_scale);
+      case 10: return check_n<10>(in, x, lim, J, piv, tol_scale);
+      case 12: return check_n<12>(in, x, lim, J, piv, tol_scale);
+      default: return check_n<0>(in, x, lim, J, piv, tol_scale);
     }
   }
   template <int N>
-  bool check_n(const NeuronIn& in, double* x, double* lim, const double* Jold, const int* piv) const {
+  bool check_n(const NeuronIn& in, double* x, double* lim, const double* Jold, const int* piv,
+               double tol_scale) const {
     const int n = N > 0 ? N : L.n;
     double J[kMaxLocal * kMaxLocal] = {}, r[kMaxLocal] = {};
     double lim2[kLim];
@@ -304,7 +306,7 @@ struct Kernel {
     }
     lu_apply<N>(n, Jold, piv, r);
     for (int k = 0; k < n; ++k)
-      if (!(std::fabs(r[k]) <= tol(k, x[k] + r[k], x[k]))) return false;
+      if (!(std::fabs(r[k]) <= tol_scale * tol(k, x[k] + r[k], x[k]))) return false;
     for (int k = 0; k < n; ++k) x[k] += r[k];
     std::copy(lim2, lim2 + kLim, lim);
     return true;
