@@ -103,7 +103,8 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   struct LayerRun {
     int n = 0, C = 0, P = 0, nops = 0;
     bool dac = false, level2 = false;
-    int pole_off = -1, qc_off = 0, qx_off = 0;  // state indices
+    int pole_off = -1, qc_off = 0, qx_off = -1;  // state indices (qx: free rows only)
+    int aux_off = -1;                            // DAC layers: the ramp and column voltages in `aux`
     VectorXd w0, w1, z0, z1;                    // C: Ycx v0, Ycx dv, C1cx v0, C1cx dv (DAC layers)
     VectorXd u0, u1, uc0, uc1;                  // P: Yxx v0, Yxx dv, C1xx v0, C1xx dv (DAC layers)
     MatrixXd Ecc, Ecx, Exc;                     // companion admittances G + ag0 C1
@@ -111,6 +112,13 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   };
   std::vector<LayerRun> lr(L);
   int n_states = 0;
+  // A DAC layer's row charges C1xx vx + C1xc c = uc0 + rr uc1 + C1xc c are linear in the ramp position rr and the
+  // column voltages c, and the integration rule is linear: their currents are uc1 D[rr] + C1xc D[c], D the rule's
+  // derivative, and the power into the rows vx.(uc1 D[rr]) + (C1cx vx).D[c] = (vx.uc1) D[rr] + (z0 + rr z1).D[c].
+  // So rr and c are integrated as auxiliary states (`aux`, same rule and steps, outside the truncation-error
+  // control, where the row charges contribute nothing: constant after the ramp, linear along it) instead of P row
+  // charges, which would cost a P x C product per step.
+  int n_aux = 0;
   for (int l = 0; l < L; ++l) {
     const FastLayer& f = I.layers[l];
     LayerRun& r = lr[l];
@@ -126,8 +134,13 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     }
     r.qc_off = n_states;
     n_states += r.C;
-    r.qx_off = n_states;
-    n_states += r.P;
+    if (!r.dac) {
+      r.qx_off = n_states;
+      n_states += r.P;
+    } else {
+      r.aux_off = n_aux;
+      n_aux += 1 + r.C;
+    }
     if (r.dac) {
       r.w0 = f.Ycx * v0[l];
       r.w1 = f.Ycx * dv[l];
@@ -168,40 +181,6 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   const double tr = cfg.dac_tr;
   auto ramp = [&](double t) { return std::clamp(t / tr, 0.0, 1.0); };
 
-  // Port voltages of layer l at state ws, ramp rr, with (charges) the port charges [C] and (currents) the DC
-  // (conductive) port currents [A] into the array; rows = false leaves out a DAC layer's row charges and currents
-  // (its C x P products; the sweeps do not need them).
-  struct Ports {
-    VectorXd c, vx, qc, qx, gc, gx;  // voltages, charges, conductive currents into the array
-  };
-  auto ports = [&](const Work& ws, int l, double rr, bool charges, bool currents, bool rows = true) {
-    const FastLayer& f = I.layers[l];
-    const LayerRun& r = lr[l];
-    Ports pt;
-    pt.c = col_volts(ws, l);
-    pt.vx = row_volts(ws, l, rr);
-    if (r.dac) {
-      if (charges) {
-        pt.qc = f.C1cc * pt.c + r.z0 + rr * r.z1;
-        if (rows) pt.qx = r.uc0 + rr * r.uc1 + f.C1xc * pt.c;
-      }
-      if (currents) {
-        pt.gc = f.Ycc * pt.c + r.w0 + rr * r.w1;
-        if (rows) pt.gx = r.u0 + rr * r.u1 + f.Yxc * pt.c;
-      }
-    } else {
-      if (charges) {
-        pt.qc = f.C1cc * pt.c + f.C1cx * pt.vx;
-        pt.qx = block_mv(f.C1xx, f.m->row_blocks, pt.vx) + f.C1xc * pt.c;
-      }
-      if (currents) {
-        pt.gc = f.Ycc * pt.c + f.Ycx * pt.vx;
-        pt.gx = block_mv(f.Yxx, f.m->row_blocks, pt.vx) + f.Yxc * pt.c;
-      }
-    }
-    return pt;
-  };
-
   // Pole-node voltages [V] of every level-2 op-amp (DC when gp = 0 and no history).
   auto pole = [&](const Work& ws, int l, int j, int k, double gp, const double* hist) {
     const FastLayer& f = I.layers[l];
@@ -213,9 +192,18 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     return f.kernel.pole_of(x[inn], vos, gp, hp);
   };
 
-  // States of ws into q (charges); pole voltages into pv (per layer, C x nops).
+  // The array products that depend on the unknowns, per layer: charges C1 v and conductive currents G v at the
+  // columns (qc, gc) and free rows (qx, gx), without a DAC layer's fixed-row terms (z0 + rr z1, w0 + rr w1). Kept at
+  // the last two accepted points: the predictor's are their linear extrapolation (the products are linear), so a
+  // step costs one set of C1 products (the new charges); G v follows from the currents the sweeps keep up to date.
+  struct Products {
+    VectorXd qc, gc, qx, gx;
+  };
+  std::vector<Products> pr0(L), pr1(L), pr2(L);  // the point being solved, the last accepted, the one before
+  // States of ws into q (charges) and a (aux); pole voltages into pv (per layer, C x nops); the charge products into
+  // pr0.
   std::vector<std::vector<double>> pv(L);
-  auto charges = [&](const Work& ws, double rr, double gp, const double* hist, double* q) {
+  auto charges = [&](const Work& ws, double rr, double gp, const double* hist, double* q, double* a) {
     for (int l = 0; l < L; ++l) {
       const LayerRun& r = lr[l];
       pv[l].assign(static_cast<size_t>(r.C) * r.nops, std::nan(""));
@@ -226,42 +214,96 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
             pv[l][j * r.nops + k] = p;
             q[r.pole_off + j * r.nops + k] = opamp_model::kCpole * p;
           }
-      const Ports pt = ports(ws, l, rr, true, false);
-      std::copy(pt.qc.data(), pt.qc.data() + r.C, q + r.qc_off);
-      std::copy(pt.qx.data(), pt.qx.data() + r.P, q + r.qx_off);
+      const FastLayer& f = I.layers[l];
+      Products& p = pr0[l];
+      const VectorXd c = col_volts(ws, l);
+      p.qc.noalias() = f.C1cc * c;
+      if (r.dac) {
+        Eigen::Map<VectorXd>(q + r.qc_off, r.C) = p.qc + r.z0 + rr * r.z1;
+        a[r.aux_off] = rr;
+        std::copy(c.data(), c.data() + r.C, a + r.aux_off + 1);
+      } else {
+        const VectorXd vx = row_volts(ws, l, rr);
+        p.qc.noalias() += f.C1cx * vx;
+        p.qx = block_mv(f.C1xx, f.m->row_blocks, vx);
+        p.qx.noalias() += f.C1xc * c;
+        Eigen::Map<VectorXd>(q + r.qc_off, r.C) = p.qc;
+        Eigen::Map<VectorXd>(q + r.qx_off, r.P) = p.qx;
+      }
+    }
+  };
+  // After the sweeps of a step with companion coefficient ag0 and history hist: the conductive products from the
+  // currents the sweeps keep (ws.ic = G v + ag0 q + hist at the columns, likewise ws.ix at free rows).
+  auto conductive = [&](const Work& ws, double rr, double ag0, const double* hist) {
+    for (int l = 0; l < L; ++l) {
+      const LayerRun& r = lr[l];
+      Products& p = pr0[l];
+      const Eigen::Map<const VectorXd> ic(ws.ic[l].data(), r.C), hc(hist + r.qc_off, r.C);
+      if (r.dac) {
+        p.gc = ic - ag0 * (p.qc + r.z0 + rr * r.z1) - hc - (r.w0 + rr * r.w1);
+      } else {
+        p.gc = ic - ag0 * p.qc - hc;
+        p.gx = Eigen::Map<const VectorXd>(ws.ix[l].data(), r.P) - ag0 * p.qx -
+               Eigen::Map<const VectorXd>(hist + r.qx_off, r.P);
+      }
+    }
+  };
+  // The same products computed directly (at t = 0).
+  auto exact_products = [&](const Work& ws, double rr) {
+    for (int l = 0; l < L; ++l) {
+      const FastLayer& f = I.layers[l];
+      const LayerRun& r = lr[l];
+      Products& p = pr0[l];
+      const VectorXd c = col_volts(ws, l);
+      p.gc.noalias() = f.Ycc * c;
+      p.qc.noalias() = f.C1cc * c;
+      if (!r.dac) {
+        const VectorXd vx = row_volts(ws, l, rr);
+        p.gc.noalias() += f.Ycx * vx;
+        p.qc.noalias() += f.C1cx * vx;
+        p.gx = block_mv(f.Yxx, f.m->row_blocks, vx);
+        p.gx.noalias() += f.Yxc * c;
+        p.qx = block_mv(f.C1xx, f.m->row_blocks, vx);
+        p.qx.noalias() += f.C1xc * c;
+      }
     }
   };
 
-  // Absorbed powers [W] by component at state ws (pole voltages pv), ramp rr, capacitor currents icap (per state;
-  // null at DC).
+  // Absorbed powers [W] by component at state ws (pole voltages pv), ramp rr; iaux (per aux state): the
+  // derivatives of the step (null at DC). The arrays absorb what their ports deliver: at the
+  // columns and free rows the currents the sweeps keep (ws.ic, ws.ix: conductive and capacitive); a DAC layer's
+  // rows vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (w0 + rr w1).c and the capacitive vx.(uc1 D[rr]) + (z0 + rr z1).D[c]
+  // (see n_aux). The DAC output resistances' share is the DACs'.
   const double iq = static_cast<int>(opamp_param(cfg, "level")) == 2 ? opamp_param(cfg, "iq") : 0.0;
-  auto powers = [&](const Work& ws, double rr, const double* icap, double* pw) {
+  auto powers = [&](const Work& ws, double rr, const double* iaux, double* pw) {
     std::fill(pw, pw + kNumEnergyParts, 0.0);
     for (int l = 0; l < L; ++l) {
       const FastLayer& f = I.layers[l];
       const LayerRun& r = lr[l];
       const Kernel& K = f.kernel;
       const Layout& Lo = K.L;
-      // Arrays: what all ports deliver into them; the DAC output resistances' share is the DACs'. A DAC layer's
-      // rows without those: vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (Ycx vx).c, no C x P product.
-      const bool rows = !r.dac || cfg.dac_rout > 0;
-      const Ports pt = ports(ws, l, rr, false, true, rows);
-      VectorXd ic = pt.gc;
-      if (icap) ic += Eigen::Map<const VectorXd>(icap + r.qc_off, r.C);
-      pw[kPartCrossbar] += pt.c.dot(ic);
-      VectorXd ix = rows ? pt.gx : VectorXd();
-      if (rows) {
-        if (icap) ix += Eigen::Map<const VectorXd>(icap + r.qx_off, r.P);
-        pw[kPartCrossbar] += pt.vx.dot(ix);
+      const VectorXd c = col_volts(ws, l), vx = row_volts(ws, l, rr);
+      pw[kPartCrossbar] += c.dot(Eigen::Map<const VectorXd>(ws.ic[l].data(), r.C));
+      if (!r.dac) {
+        pw[kPartCrossbar] += vx.dot(Eigen::Map<const VectorXd>(ws.ix[l].data(), r.P));
       } else {
-        pw[kPartCrossbar] += pt.vx.dot(r.u0 + rr * r.u1) + (r.w0 + rr * r.w1).dot(pt.c);
-        if (icap) pw[kPartCrossbar] += pt.vx.dot(Eigen::Map<const VectorXd>(icap + r.qx_off, r.P));
-      }
-      if (cfg.dac_rout > 0) {
-        double rd = 0;
-        for (int p = f.first_dac; p < r.P; ++p) rd += ix[p] * ix[p];
-        pw[kPartDacs] += cfg.dac_rout * rd;
-        pw[kPartCrossbar] -= cfg.dac_rout * rd;
+        pw[kPartCrossbar] += vx.dot(r.u0 + rr * r.u1) + (r.w0 + rr * r.w1).dot(c);
+        if (iaux) {
+          const Eigen::Map<const VectorXd> dc(iaux + r.aux_off + 1, r.C);
+          pw[kPartCrossbar] += vx.dot(r.uc1) * iaux[r.aux_off] + (r.z0 + rr * r.z1).dot(dc);
+        }
+        if (cfg.dac_rout > 0) {  // every row's current: the C x P products
+          VectorXd ix = r.u0 + rr * r.u1;
+          ix.noalias() += f.Yxc * c;
+          if (iaux) {
+            ix += r.uc1 * iaux[r.aux_off];
+            ix.noalias() += f.C1xc * Eigen::Map<const VectorXd>(iaux + r.aux_off + 1, r.C);
+          }
+          double rd = 0;
+          for (int p = f.first_dac; p < r.P; ++p) rd += ix[p] * ix[p];
+          pw[kPartDacs] += cfg.dac_rout * rd;
+          pw[kPartCrossbar] -= cfg.dac_rout * rd;
+        }
       }
       for (int j = 0; j < r.C; ++j) {
         const double* x = &ws.x[l][static_cast<size_t>(j) * r.n];
@@ -323,8 +365,16 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   LoadContext ctx;
   ctx.mode = LoadContext::Mode::Tran;
   ctx.q = integ.q0().data();
-  charges(w, 0.0, 0.0, nullptr, ctx.q);
+  Integrator aux(n_aux);  // prepared, finished and accepted with integ
+  LoadContext actx;
+  actx.mode = LoadContext::Mode::Tran;
+  actx.q = aux.q0().data();
+  charges(w, 0.0, 0.0, nullptr, ctx.q, actx.q);
   integ.start_from_dc(ctx);
+  aux.start_from_dc(actx);
+  exact_products(w, 0.0);
+  pr1 = pr0;
+  pr2 = pr0;
   w.ipole.assign(L, {});
   for (int l = 0; l < L; ++l) w.ipole[l].assign(static_cast<size_t>(lr[l].C) * 3, 0.0);
   for (int l = 0; l < L; ++l) {
@@ -356,7 +406,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     for (int j = 0; j < nout; ++j) Y.push_back(ws.x[L - 1][static_cast<size_t>(j) * lr[L - 1].n + Lo.y]);
     E.insert(E.end(), e, e + kNumEnergyParts);
   };
-  powers(w, 0.0, nullptr, pw_prev);  // pv and the port charges from charges() above
+  powers(w, 0.0, nullptr, pw_prev);  // pv from charges() above
   record(w, 0.0, e_prev);
 
   // Accepted solutions for the predictor and for rejected steps.
@@ -371,7 +421,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   int settled_points = 0;
   long accepted = 0;
   double last_ag0 = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> icap(n_states);
+  std::vector<double> iaux(n_aux);
   for (;;) {
     bool hits_break = sc.propose(t, bp, tmax);
     double tn = 0;
@@ -379,6 +429,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       const double delta = sc.delta;
       tn = hits_break ? bp : t + delta;
       integ.prepare(ctx, Integration::Trapezoidal, sc.order, delta);
+      aux.prepare(actx, Integration::Trapezoidal, sc.order, delta);
       const double ag0 = ctx.ag0, rr = ramp(tn);
       // Companion admittances (when the step changed) and the pole capacitors' history.
       if (ag0 != last_ag0) {
@@ -399,20 +450,27 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
         if (lr[l].level2)
           for (int j = 0; j < lr[l].C; ++j)
             for (int k = 0; k < lr[l].nops; ++k) w.ipole[l][j * 3 + k] = -ctx.hist[lr[l].pole_off + j * lr[l].nops + k];
-      // Predictor (the engine's: linear extrapolation from the last two accepted points).
-      if (!sc.first && h1 > 0) {
-        const double xf = delta / h1;
+      // Predictor (the engine's: linear extrapolation from the last two accepted points), and the array products
+      // there: the same extrapolation of the stored ones (xf = 0: the last accepted point).
+      const double xf = !sc.first && h1 > 0 ? delta / h1 : 0.0;
+      if (xf != 0)
         for (int l = 0; l < L; ++l)
           for (size_t u = 0; u < w.x[l].size(); ++u) w.x[l][u] = x1[l][u] + xf * (x1[l][u] - x2[l][u]);
-      }
       // Array currents at the predicted voltages: G v + ag0 C1 v + history (the sweeps keep them up to date).
       for (int l = 0; l < L; ++l) {
         const LayerRun& r = lr[l];
-        const Ports pt = ports(w, l, rr, true, true, !r.dac);
-        const Eigen::Map<const VectorXd> hc(ctx.hist + r.qc_off, r.C), hx(ctx.hist + r.qx_off, r.P);
-        Eigen::Map<VectorXd>(w.ic[l].data(), r.C) = pt.gc + ag0 * pt.qc + hc;
-        if (!r.dac) Eigen::Map<VectorXd>(w.ix[l].data(), r.P) = pt.gx + ag0 * pt.qx + hx;
-        std::copy(pt.vx.data(), pt.vx.data() + r.P, w.vx[l].begin());
+        const Products &p1 = pr1[l], &p2 = pr2[l];
+        Eigen::Map<VectorXd> ic(w.ic[l].data(), r.C);
+        ic = (1 + xf) * (p1.gc + ag0 * p1.qc) - xf * (p2.gc + ag0 * p2.qc) +
+             Eigen::Map<const VectorXd>(ctx.hist + r.qc_off, r.C);
+        if (r.dac) {
+          ic += r.w0 + rr * r.w1 + ag0 * (r.z0 + rr * r.z1);
+        } else {
+          Eigen::Map<VectorXd>(w.ix[l].data(), r.P) = (1 + xf) * (p1.gx + ag0 * p1.qx) - xf * (p2.gx + ag0 * p2.qx) +
+                                                      Eigen::Map<const VectorXd>(ctx.hist + r.qx_off, r.P);
+        }
+        const VectorXd vx = row_volts(w, l, rr);
+        std::copy(vx.data(), vx.data() + r.P, w.vx[l].begin());
       }
       w.failed = false;
       w.tol_scale = step_tol_scale;
@@ -423,8 +481,10 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
         newdelta = delta / 8;
         sc.order = 1;
       } else {
-        charges(w, rr, w.gpole, ctx.hist, ctx.q);
+        charges(w, rr, w.gpole, ctx.hist, ctx.q, actx.q);
         integ.finish(ctx);
+        aux.finish(actx);
+        conductive(w, rr, ag0, ctx.hist);
         if (!sc.first) ok = sc.judge(integ, o, Integration::Trapezoidal, newdelta);
         // An output crossing its band edge within a coarse step: redo the step finely.
         if (ok && delta > 1.01 * h_fine) {
@@ -452,8 +512,11 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     }
     const double step = tn - t;
     t = tn;
-    for (int s = 0; s < n_states; ++s) icap[s] = ctx.ag0 * ctx.q[s] + ctx.hist[s];
+    for (int s = 0; s < n_aux; ++s) iaux[s] = actx.ag0 * actx.q[s] + actx.hist[s];
     integ.accept();
+    aux.accept();
+    std::swap(pr2, pr1);
+    std::swap(pr1, pr0);
     x2 = std::move(x1);
     x1 = w.x;
     lim1 = w.lim;
@@ -462,7 +525,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     ++accepted;
     // Energies: this point's powers integrated with the step's rule.
     double pw[kNumEnergyParts], e[kNumEnergyParts];
-    powers(w, ramp(t), icap.data(), pw);
+    powers(w, ramp(t), iaux.data(), pw);
     for (int p = 0; p < kNumEnergyParts; ++p) {
       e[p] = integ.integrate(e_prev[p], e_prev2[p], pw[p], pw_prev[p]);
       e_prev2[p] = e_prev[p];
