@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <fmt/format.h>
 #include <omp.h>
+#include "nn/block_network.hpp"
 #include "nn/port_reduction.hpp"
 
 namespace anasim::nn {
@@ -24,55 +26,32 @@ constexpr double kGrowAt = 1e-3;      // residual at which a scale lowered too f
 constexpr double kGrowBelow = 0.5;    // when the largest cell is below this fraction of the window,
 constexpr double kGrowTo = 0.8;       // aiming at this fraction,
 constexpr int kMaxGrows = 6;          // at most this many times
+constexpr int kAndersonDepth = 6;     // iterates the acceleration combines, besides the current one
 
-// The port network of row block b of layer m programmed with g (physical rows x outputs), built as
-// nn/fast_prepare.cpp builds it for the evaluator: ports are the block's rows, then every column of the layer; a
-// DAC-driven row with dac_rout > 0 has its pin inside, behind rout from the port (the DAC source).
+// The port network of row block b of layer m programmed with g (physical rows x outputs): the evaluator's network
+// (nn/block_network.hpp) with the tiles' conductances taken from g.
 fast::PortNetwork block_network(const HardwareConfig& cfg, const LayerMapping& m, int b, const std::vector<double>& g) {
-  const int r0 = m.row_blocks[b], nr = m.row_blocks[b + 1] - r0, C = m.outputs;
-  const int first_dac = m.dac_rows ? 0 : m.physical_rows() - 2;
+  const int r0 = m.row_blocks[b], r1 = m.row_blocks[b + 1], nr = r1 - r0, C = m.outputs;
   const int ncb = static_cast<int>(m.col_blocks.size()) - 1;
-  auto tile_spec = [&](int cb) {
-    CrossbarSpec s;
+  std::vector<CrossbarSpec> specs(ncb);
+  std::vector<std::vector<double>> tg(ncb);
+  std::vector<fast::BlockTile> tiles(ncb);
+  for (int cb = 0; cb < ncb; ++cb) {
+    CrossbarSpec& s = specs[cb];
+    const int c0 = m.col_blocks[cb];
     s.rows = nr;
-    s.cols = m.col_blocks[cb + 1] - m.col_blocks[cb];
+    s.cols = m.col_blocks[cb + 1] - c0;
     s.rwire_row = cfg.rwire_row;
     s.rwire_col = cfg.rwire_col;
     s.rdriver = cfg.rdriver;
     s.rsink = cfg.rsink;
-    return s;
-  };
-  fast::PortNetwork net;
-  int n_int = 0;
-  std::vector<int> rowpin_int(nr, -1);
-  for (int p = r0; p < r0 + nr; ++p)
-    if (cfg.dac_rout > 0 && p >= first_dac) rowpin_int[p - r0] = n_int++;
-  int tile_nodes = 0;
-  for (int cb = 0; cb < ncb; ++cb) {
-    const CrossbarTopology topo(tile_spec(cb));
-    tile_nodes += topo.nodes() - topo.pins();
-  }
-  net.n_int = n_int + tile_nodes;
-  net.n_port = nr + C;
-  const int port0 = net.n_int;
-  std::vector<int> rowpin(nr);
-  for (int i = 0; i < nr; ++i) {
-    rowpin[i] = rowpin_int[i] >= 0 ? rowpin_int[i] : port0 + i;
-    if (rowpin_int[i] >= 0) net.edge(rowpin_int[i], port0 + i, 1.0 / cfg.dac_rout);
-  }
-  int next = n_int;
-  for (int cb = 0; cb < ncb; ++cb) {
-    const CrossbarSpec s = tile_spec(cb);
-    const int c0 = m.col_blocks[cb];
-    std::vector<double> tg(static_cast<size_t>(s.rows) * s.cols);
+    tg[cb].resize(static_cast<size_t>(s.rows) * s.cols);
     for (int i = 0; i < s.rows; ++i)
       for (int j = 0; j < s.cols; ++j)
-        tg[static_cast<size_t>(i) * s.cols + j] = g[static_cast<size_t>(r0 + i) * C + c0 + j];
-    std::vector<int> cp(s.cols);
-    for (int j = 0; j < s.cols; ++j) cp[j] = port0 + nr + c0 + j;
-    fast::add_tile(net, s, tg, rowpin, cp, next);
+        tg[cb][static_cast<size_t>(i) * s.cols + j] = g[static_cast<size_t>(r0 + i) * C + c0 + j];
+    tiles[cb] = {&specs[cb], &tg[cb], c0};
   }
-  return net;
+  return fast::row_block_network(cfg, r0, r1, m.dac_rows ? 0 : m.physical_rows() - 2, C, tiles);
 }
 
 // geff (outputs x physical rows) of every row block of layer l, one solver per block (symbolic analyses kept).
@@ -101,6 +80,51 @@ Status transfer(const MappedNetwork& map, int l, const std::vector<double>& g,
     if (!s) return s;
   return {};
 }
+
+// Anderson acceleration (type II, depth m; Walker and Ni, SIAM J. Numer. Anal. 49, 2011) of the fixed-point
+// iteration u <- u + s(u), s the diagonal Newton step: the next iterate combines the last m + 1 iterates so that
+// their steps cancel best in least squares. Without history it is the plain step. Deterministic.
+class Anderson {
+ public:
+  explicit Anderson(int depth) : depth_(depth) {}
+  // Forgets the history (the iterates before a change of the scale are not comparable).
+  void clear() {
+    df_.clear();
+    dg_.clear();
+    have_ = false;
+  }
+  // u: the current iterate, s its step (same size); u becomes the next iterate.
+  void next(std::vector<double>& u, const std::vector<double>& s) {
+    const Eigen::Index n = static_cast<Eigen::Index>(u.size());
+    Eigen::Map<Eigen::VectorXd> x(u.data(), n);
+    const Eigen::Map<const Eigen::VectorXd> f(s.data(), n);
+    Eigen::VectorXd g = x + f;
+    if (have_) {
+      df_.push_back(f - f_prev_);
+      dg_.push_back(g - g_prev_);
+      if (static_cast<int>(df_.size()) > depth_) {
+        df_.pop_front();
+        dg_.pop_front();
+      }
+    }
+    f_prev_ = f;
+    g_prev_ = g;
+    have_ = true;
+    if (!df_.empty()) {
+      Eigen::MatrixXd F(n, static_cast<Eigen::Index>(df_.size()));
+      for (size_t i = 0; i < df_.size(); ++i) F.col(static_cast<Eigen::Index>(i)) = df_[i];
+      const Eigen::VectorXd gamma = F.colPivHouseholderQr().solve(f);
+      for (size_t i = 0; i < dg_.size(); ++i) g -= gamma(static_cast<Eigen::Index>(i)) * dg_[i];
+    }
+    x = g;
+  }
+
+ private:
+  int depth_;
+  bool have_ = false;
+  Eigen::VectorXd f_prev_, g_prev_;
+  std::deque<Eigen::VectorXd> df_, dg_;  // differences of successive steps and of successive plain iterates
+};
 
 // Cells of the pair unknowns u (pairs x outputs): g+ = gmin + max(u, 0), g- = gmin + max(-u, 0).
 void cells_of(const std::vector<double>& u, int C, double gmin, std::vector<double>& g) {
@@ -170,6 +194,9 @@ Status compensate_layer(MappedNetwork& map, int l, const LayerInputs& in, LayerP
   int solves = 0, grows = 0;
   double last_factor = 0, last_need = 0;  // the previous converged point of the scale search
   const bool trace = std::getenv("ANASIM_PROGRAM_TRACE") != nullptr;  // per port solve on stderr
+  Anderson accel(kAndersonDepth);
+  std::vector<double> step(u.size());
+  double last_res = HUGE_VAL;
   for (;;) {
     cells_of(u, C, gmin, g);
     if (Status st = transfer(map, l, g, solvers, geff); !st) return st;
@@ -202,24 +229,32 @@ Status compensate_layer(MappedNetwork& map, int l, const LayerInputs& in, LayerP
       factor *= f;
       for (double& x : u) x *= f;
       ++grows;
+      accel.clear();
+      last_res = HUGE_VAL;
       continue;
     }
     if (res <= kTolerance) break;
     // Diagonal Newton step: the error over the attenuation of the pair's conducting cell. Where the step leaves
     // the window the scale is lowered (targets and step alike) until the largest cell fits again: lower currents
     // also mean less IR drop, so the fit only improves.
-    double next_need = 0;
+    // The steps are accelerated (Anderson); a step that raised the residual restarts the acceleration.
+    if (res > last_res) accel.clear();
+    last_res = res;
     for (size_t k = 0; k < u.size(); ++k) {
       const size_t i = k / C, j = k % C, p = u[k] >= 0 ? 2 * i : 2 * i + 1;
       const double gc = g[p * C + j];
       const double att = gc > 0 ? std::clamp(geff[j * P + p] / gc, 1e-3, 1.5) : 1.0;
-      u[k] += err[k] / att;
-      next_need = std::max(next_need, std::fabs(u[k]) / span);
+      step[k] = err[k] / att;
     }
+    accel.next(u, step);
+    double next_need = 0;
+    for (double x : u) next_need = std::max(next_need, std::fabs(x) / span);
     if (next_need > 1) {
       const double f = kFit / next_need;
       factor *= f;
       for (double& x : u) x *= f;
+      accel.clear();
+      last_res = HUGE_VAL;
     }
   }
   // Into the window and onto the levels, then the residual of what will be programmed.

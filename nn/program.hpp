@@ -8,7 +8,9 @@
 // (input, neuron) pair of cells carries one unknown u = g+ - g- (the other cell of the pair at gmin); the targets
 // are the ideal mapping's differences W = g_target(+) - g_target(-). Per iteration the exact port admittance of
 // every row block is computed by the port reduction (nn/port_reduction.hpp, symbolic analysis reused), and u moves
-// by the error over the cell's own attenuation (G_eff of the cell over its conductance: a diagonal Newton step).
+// by the error over the cell's own attenuation (G_eff of the cell over its conductance: a diagonal Newton step),
+// the steps combined over the last iterates by Anderson acceleration (a multisecant update of the diagonal model
+// from the exact solves already made: fewer exact solves for the same residual).
 // When the compensated values would leave the window [gmin, gmax], the layer's scale is lowered (the TIA feedback
 // resistor rises by the same factor, so every voltage of the mapping stays) until they fit; levels are applied at
 // the end and the residual reported after them. Deterministic (no draws; blocks are independent).
