@@ -276,13 +276,14 @@ Status load_hw_setup(const NnArgs& a, HwSetup& h) {
 
 std::string json_num(double v) { return std::isfinite(v) ? fmt::format("{:.10g}", v) : "null"; }
 
-// Compensated programming (hardware program: compensated): per layer the residual weight error, on stderr.
-void print_program(const std::vector<LayerProgram>& program) {
+// Compensated programming (hardware program: compensated): per layer the residual weight error, on `out`
+// (stderr by default: stdout may be the --json summary); `what` says whose targets they are.
+void print_program(const std::vector<LayerProgram>& program, std::FILE* out = stderr, const std::string& what = "") {
   for (size_t l = 0; l < program.size(); ++l) {
     const LayerProgram& p = program[l];
-    fmt::print(stderr, "compensated programming, layer {}: residual weight error {:.3g} (max, relative), {:.3g} "
+    fmt::print(out, "compensated programming{}, layer {}: residual weight error {:.3g} (max, relative), {:.3g} "
                "(rms output error on the calibration images), scale x{:.4f}, {} port solves, {:.2f} s\n",
-               l, p.residual, p.residual_out, p.scale_factor, p.iterations, p.seconds);
+               what, l, p.residual, p.residual_out, p.scale_factor, p.iterations, p.seconds);
   }
 }
 
@@ -467,6 +468,9 @@ int cmd_mc(const NnArgs& a) {
   for (const auto& p : r.points)
     fmt::print("{:>16} {:>9} {:>7.2f}% {:>9} {:>9}\n", p.value.empty() ? "nominal" : p.value, percent(p.mean),
                100.0 * p.std, percent(p.min), percent(p.p5));
+  for (const auto& p : r.points)  // the targets every trial's draw deviates from
+    print_program(p.program, stdout,
+                  p.value.empty() ? " (before the draws)" : fmt::format(" ({}={}, before the draws)", pname, p.value));
   if (!a.output.empty()) {
     if (Status s = write_mc_hdf5(a.output, r, o); !s) return report(s);
     fmt::print("wrote {}\n", a.output);

@@ -241,6 +241,13 @@ class McAnalysis : public NnAnalysis {
       for (auto [nm, v] : {std::pair<const char*, double>{"mean", p.mean}, {"std", p.std}, {"min", p.min},
                            {"p5", p.p5}})
         out.scalars.push_back(ResultScalar{nm + at, "%", 100 * v});
+      // program: compensated: what the targets were compensated to, once, before every trial's draw.
+      for (size_t l = 0; l < p.program.size(); ++l) {
+        const LayerProgram& lp = p.program[l];
+        out.scalars.push_back(ResultScalar{fmt::format("program_residual_layer{}{}", l, at), "", lp.residual});
+        out.scalars.push_back(ResultScalar{fmt::format("program_residual_out_layer{}{}", l, at), "", lp.residual_out});
+        out.scalars.push_back(ResultScalar{fmt::format("program_scale_factor_layer{}{}", l, at), "", lp.scale_factor});
+      }
     }
     out.notes.push_back(fmt::format("model {} ({}), {} mode, seed {}", in.model, fmt::join(s.net.sizes(), "-"),
                                     mode_name(s.cfg.mode), o.seed));

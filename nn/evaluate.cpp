@@ -311,19 +311,27 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
   FastEvaluator fe;
   MappedNetwork map;
   long mapped = -1;  // the sweep point `map` is for
+  // Maps sweep point p: its targets (compensated with program: compensated) before any trial's draw.
+  std::vector<std::vector<LayerProgram>> programs(values.size());
+  std::vector<char> have_program(values.size(), 0);
+  auto map_point = [&](size_t p) -> Status {
+    HardwareConfig c = cfg;
+    if (!opt.sweep_param.empty())
+      if (Status st = set_hardware_param(c, opt.sweep_param, values[p]); !st) return st;
+    mapped = -1;
+    if (Status st = map_network(net, c, calib, map); !st) return st;
+    mapped = static_cast<long>(p);
+    programs[p] = map.program;
+    have_program[p] = 1;
+    return {};
+  };
   auto compute = [&](const std::vector<long>& items, std::vector<std::vector<double>>& out) -> Status {
     for (size_t k = 0; k < items.size(); ++k) {
       const long p = items[k] / opt.trials;
       const int t = static_cast<int>(items[k] % opt.trials);
       const std::string& v = values[p];
-      if (p != mapped) {
-        HardwareConfig c = cfg;
-        if (!opt.sweep_param.empty())
-          if (Status st = set_hardware_param(c, opt.sweep_param, v); !st) return st;
-        mapped = -1;
-        if (Status st = map_network(net, c, calib, map); !st) return st;
-        mapped = p;
-      }
+      if (p != mapped)
+        if (Status st = map_point(static_cast<size_t>(p)); !st) return st;
       HardwareInstance hw;
       realize(map, opt.seed, t, hw);
       if (Status st = fe.prepare(hw); !st) return st;
@@ -343,9 +351,19 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
   };
   if (Status st = dist::run_items(table, 1, compute, after_round, "trials"); !st) return st;
   for (size_t p = 0; p < values.size(); ++p) {
+    // The programming report of a compensated point whose trials all ran on other ranks or came from the
+    // checkpoint: the same deterministic mapping again.
+    if (!have_program[p]) {
+      HardwareConfig c = cfg;
+      if (!opt.sweep_param.empty())
+        if (Status st = set_hardware_param(c, opt.sweep_param, values[p]); !st) return st;
+      if (c.program == ProgramMode::Compensated)
+        if (Status st = map_point(p); !st) return st;
+    }
     McPoint pt;
     pt.param = opt.sweep_param;
     pt.value = values[p];
+    pt.program = programs[p];
     for (int t = 0; t < opt.trials; ++t) pt.accuracy.push_back(table.values[p * opt.trials + t].at(0));
     point_statistics(pt);
     rep.points.push_back(std::move(pt));

@@ -90,6 +90,8 @@ struct McPoint {
   double mean = 0, std = 0, min = 0, p5 = 0;
   double seconds = 0;             // [s] the run's time divided by the number of points (trials of all points
                                   // are interleaved over the ranks)
+  std::vector<LayerProgram> program;  // per layer with program: compensated (the point's targets, compensated
+                                      // once before every trial's draw), else empty
 };
 
 struct McOptions {

@@ -12,6 +12,8 @@
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
 #include "engine/newton.hpp"
+#include "nn/evaluate.hpp"
+#include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
 #include "nn/netlist_builder.hpp"
 #include "nn/program.hpp"
@@ -229,5 +231,64 @@ TEST_CASE("nn program: compensated conductances give the ideal weighted sums in 
         CHECK(diff <= 1e-6 * ref);
       }
     }
+  }
+}
+
+TEST_CASE("nn program: Monte Carlo draws every trial's mismatch around the compensated targets") {
+  // run_mc (nn mc, the nn_mc analysis and Python's monte_carlo all run it) maps once per point, compensation
+  // included, and draws each trial's cells around those targets: every trial's accuracy is that of the
+  // compensated mapping realized with the trial's draw, and the point reports the compensation's residual.
+  const Mlp net = nn_test::net_64_16_10();
+  const MatrixRf x = nn_test::code_inputs(200, 64, 4);
+  HardwareConfig c = ir_config(0);
+  c.sigma_g = 0.05;
+  Dataset test;
+  test.images = x.topRows(40);
+  const std::vector<int> digital = predict(net, test.images);
+  test.labels = digital;  // the float network's classes as labels: the accuracy is the agreement with it
+  McOptions mo;
+  mo.trials = 3;
+  mo.seed = 5;
+  mo.sweep_param = "program";
+  mo.sweep_values = {"ideal", "compensated"};
+  McReport r;
+  const Status st = run_mc(net, c, x, test, mo, r);
+  INFO(st.to_string());
+  REQUIRE(st.ok());
+  REQUIRE(r.points.size() == 2);
+  CHECK(r.points[0].program.empty());
+  MappedNetwork map;
+  REQUIRE(map_network(net, c, x, map).ok());
+  const std::vector<LayerProgram>& rp = r.points[1].program;
+  REQUIRE(rp.size() == 2);
+  for (int l = 0; l < 2; ++l) {
+    CHECK(rp[l].residual == map.program[l].residual);
+    CHECK(rp[l].residual_out == map.program[l].residual_out);
+    CHECK(rp[l].scale_factor == map.program[l].scale_factor);
+    CHECK(rp[l].residual <= 1e-9);
+  }
+  for (int t = 0; t < mo.trials; ++t) {
+    CAPTURE(t);
+    HardwareInstance hw;
+    realize(map, mo.seed, t, hw);
+    // The draw deviates from the compensated targets.
+    for (int l = 0; l < 2; ++l) {
+      const TileInstance& tile = hw.layers[l].tiles[0];
+      double dev = 0;
+      for (size_t k = 0; k < tile.g.size(); ++k)
+        dev = std::max(dev, std::fabs(tile.g[k] / tile.spec.g[k] - 1));
+      CHECK(dev > 0.05);
+      for (int i = 0; i < tile.spec.rows; ++i)
+        for (int j = 0; j < tile.spec.cols; ++j)
+          CHECK(tile.spec.g[static_cast<size_t>(i) * tile.spec.cols + j] ==
+                map.layers[l].g_target[static_cast<size_t>(tile.row0 + i) * map.layers[l].outputs + tile.col0 + j]);
+    }
+    FastEvaluator fe;
+    REQUIRE(fe.prepare(hw).ok());
+    std::vector<int> cls;
+    REQUIRE(fe.classify(test.images, 0, test.size(), 0, cls).ok());
+    long same = 0;
+    for (int i = 0; i < test.size(); ++i) same += cls[i] == test.labels[i];
+    CHECK(r.points[1].accuracy[t] == static_cast<double>(same) / test.size());
   }
 }

@@ -87,6 +87,8 @@ class McAccuracy:
     digital_accuracy: float
     samples: int
     seed: int
+    program: list = None  # per point, with program: compensated, per layer a dict (residual, residual_out,
+                          # scale_factor, port_solves, seconds) of the targets every trial's draw deviates from
 
 
 def _images(x):
@@ -233,4 +235,4 @@ def monte_carlo(network, images, labels, hardware=None, calib=None, trials=10, s
     r = _anasim.monte_carlo(network.layers, hw.config, hw.overrides, x, np.asarray(labels, dtype=np.int64).tolist(),
                             x if calib is None else _images(calib), int(trials), int(seed), _sweep_text(sweep))
     return McAccuracy(r["param"], list(r["values"]), r["accuracy"], r["mean"], r["std"], r["min"], r["p5"],
-                      r["digital_accuracy"], r["samples"], int(seed))
+                      r["digital_accuracy"], r["samples"], int(seed), list(r["program"]))

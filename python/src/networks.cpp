@@ -345,6 +345,21 @@ py::dict energy(const Layers& layers, const std::string& config, const Overrides
   return d;
 }
 
+// Compensated programming's report (program: compensated), one dict per layer; empty with program: ideal.
+py::list program_list(const std::vector<LayerProgram>& program) {
+  py::list out;
+  for (const LayerProgram& p : program) {
+    py::dict d;
+    d["residual"] = p.residual;
+    d["residual_out"] = p.residual_out;
+    d["scale_factor"] = p.scale_factor;
+    d["port_solves"] = p.iterations;
+    d["seconds"] = p.seconds;
+    out.append(d);
+  }
+  return out;
+}
+
 py::dict monte_carlo(const Layers& layers, const std::string& config, const Overrides& overrides,
                      const ImagesF& images, const std::vector<int>& labels, const ImagesF& calib, int trials,
                      unsigned long long seed, const std::string& sweep) {
@@ -364,8 +379,10 @@ py::dict monte_carlo(const Layers& layers, const std::string& config, const Over
   py::array_t<double> acc({np, static_cast<py::ssize_t>(trials)});
   std::vector<std::string> values;
   std::vector<double> mean, std, min, p5;
+  py::list program;  // per point: the compensated targets' report (before every trial's draw)
   for (py::ssize_t p = 0; p < np; ++p) {
     const McPoint& pt = rep.points[p];
+    program.append(program_list(pt.program));
     std::copy(pt.accuracy.begin(), pt.accuracy.end(), acc.mutable_data() + p * trials);
     values.push_back(pt.value);
     mean.push_back(pt.mean);
@@ -381,6 +398,7 @@ py::dict monte_carlo(const Layers& layers, const std::string& config, const Over
   d["std"] = to_array(std);
   d["min"] = to_array(min);
   d["p5"] = to_array(p5);
+  d["program"] = program;
   d["digital_accuracy"] = rep.digital_accuracy;
   d["samples"] = rep.samples;
   d["seconds"] = rep.seconds;

@@ -121,3 +121,19 @@ def test_hardware_errors():
         net.evaluate(np.full((2, 4), np.nan, dtype=np.float32), calib=x)
     with pytest.raises(anasim.InputError):
         anasim.Network([(np.ones((3, 4)), np.zeros(2))]).evaluate(x)
+
+
+def test_monte_carlo_reports_the_compensation():
+    """Monte Carlo with program: compensated: each point reports the compensation of the targets its trials'
+    draws deviate from (nothing with program: ideal)."""
+    rng = np.random.default_rng(4)
+    layers = [(rng.normal(0, 0.3, (6, 40)), rng.normal(0, 0.05, 6)), (rng.normal(0, 0.3, (3, 6)), np.zeros(3))]
+    net = anasim.Network(layers)
+    x = (rng.integers(0, 256, (20, 40)) / 255.0).astype(np.float32)
+    y = np.arange(20) % 3
+    hw = anasim.Hardware(tile_rows=32, tile_cols=4, calib_samples=20, rwire=5, sigma_g=0.05)
+    mc = net.monte_carlo(x, y, hw, trials=2, seed=3, sweep={"program": ["ideal", "compensated"]})
+    assert mc.values == ["ideal", "compensated"] and mc.program[0] == []
+    assert len(mc.program[1]) == 2
+    for layer in mc.program[1]:
+        assert layer["residual"] <= 1e-9 and 0 < layer["scale_factor"] <= 1 and layer["port_solves"] > 0
