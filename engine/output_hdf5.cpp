@@ -1,6 +1,9 @@
-// HDF5 writer: one group per analysis holding the sweep variable and one 1-D double dataset per signal
-// (AC: magnitude "vm(x)" and phase "vp(x)" in degrees), a "unit" attribute on every dataset and the solver
-// statistics and any summary scalars (ResultScalar) as group attributes; .meas results in a subgroup "measurements". Built in memory and written by OutputFile.
+// HDF5 writer: one group per analysis holding the sweep variable as a 1-D dataset and the signals as tables, one
+// subgroup per unit ("voltages", "currents", ...) with a "names" dataset and a signals x points "values" matrix (AC:
+// "magnitude" and "phase" in degrees); a "unit" attribute on every table and sweep, the solver statistics and any
+// summary scalars (ResultScalar) as group attributes; .meas results in a subgroup "measurements". A few tables
+// instead of one dataset per signal: a 2-million-node operating point is written in seconds, not minutes, and
+// names are stored as given ("a/b" next to "a|b"). Built in memory and written by OutputFile.
 #include "engine/output.hpp"
 #include "engine/output_hdf5.hpp"
 #include "engine/output_file.hpp"
@@ -27,18 +30,6 @@ std::string link_name(std::string s, const char* fallback) {
     if (c == '/') c = '|';
   if (s.empty() || s == ".") return fallback;
   return s;
-}
-
-// AC dataset names for one signal: "v(x)" -> "vm(x)", "vp(x)"; "i(d)" -> "im(d)", "ip(d)";
-// anything else gets the v/i prefix from its unit and the whole name in parentheses.
-std::pair<std::string, std::string> ac_names(const Signal& s) {
-  const std::string& n = s.name;
-  if (n.size() > 3 && (n[0] == 'v' || n[0] == 'i') && n[1] == '(' && n.back() == ')') {
-    std::string inner = n.substr(1);  // "(x)"
-    return {std::string(1, n[0]) + "m" + inner, std::string(1, n[0]) + "p" + inner};
-  }
-  const char p = s.unit == "A" ? 'i' : 'v';
-  return {fmt::format("{}m({})", p, n), fmt::format("{}p({})", p, n)};
 }
 
 void attr_string(H5::H5Object& obj, const char* name, const std::string& value) {
@@ -80,8 +71,9 @@ H5::Group create_group(H5::H5File& file, const std::string& name) {
   return g;
 }
 
-// Link names of one group made unique: a name that link_name() changed may meet another ("a/b" and "a|b" both
-// give "a|b"); the later one gets "~2", "~3", ... and every changed name keeps the original in a "name" attribute.
+// Link names of one group made unique (sweeps, tables, measurements; signal names are data in the tables): a name
+// that link_name() changed may meet another ("a/b" and "a|b" both give "a|b"); the later one gets "~2", "~3", ...
+// and a measurement whose link name differs keeps its own in a "name" attribute.
 class LinkNames {
  public:
   std::string add(const std::string& original, const char* fallback) {
@@ -97,14 +89,74 @@ class LinkNames {
   std::unordered_set<std::string> used_;
 };
 
-void signal_dataset(H5::Group& g, LinkNames& names, const std::string& original, const char* fallback,
-                    const std::vector<double>& x, const std::string& unit) {
-  const std::string n = names.add(original, fallback);
-  dataset(g, n, x, unit);
-  if (n != original) {
-    H5::DataSet d = g.openDataSet(n);
-    attr_string(d, "name", original);
+// The table of one unit: "V" -> "voltages", "A" -> "currents", "W" -> "powers", "J" -> "energies", no unit ->
+// "values", any other u -> "values(u)".
+std::string table_name(const std::string& unit) {
+  if (unit == "V") return "voltages";
+  if (unit == "A") return "currents";
+  if (unit == "W") return "powers";
+  if (unit == "J") return "energies";
+  return unit.empty() ? "values" : link_name("values(" + unit + ")", "values");
+}
+
+// A 2-D dataset of n rows x `points` columns; fill(k, row) writes row k (`points` values). Written in slabs of
+// about 8 MB, so a large result is never held twice beside the file image.
+template <class Fill>
+void matrix_dataset(H5::Group& g, const char* name, hsize_t n, hsize_t points, const std::string& unit, Fill fill) {
+  const hsize_t dims[2] = {n, points};
+  H5::DataSpace space(2, dims);
+  H5::DSetCreatPropList dcpl;
+  if (n * points * sizeof(double) <= kCompactBytes) dcpl.setLayout(H5D_COMPACT);
+  H5::DataSet d = g.createDataSet(name, H5::PredType::IEEE_F64LE, space, dcpl);
+  attr_string(d, "unit", unit);
+  if (n == 0 || points == 0) return;
+  const hsize_t slab = std::max<hsize_t>(1, (hsize_t(1) << 20) / points);  // rows per write
+  std::vector<double> buf(std::min(slab, n) * points);
+  for (hsize_t k0 = 0; k0 < n; k0 += slab) {
+    const hsize_t rows = std::min(slab, n - k0);
+    for (hsize_t k = 0; k < rows; ++k) fill(k0 + k, buf.data() + k * points);
+    const hsize_t start[2] = {k0, 0}, count[2] = {rows, points};
+    H5::DataSpace file_space = d.getSpace();
+    file_space.selectHyperslab(H5S_SELECT_SET, count, start);
+    H5::DataSpace mem_space(2, count);
+    d.write(buf.data(), H5::PredType::NATIVE_DOUBLE, mem_space, file_space);
   }
+}
+
+// A 1-D dataset of UTF-8 strings (variable length), e.g. a table's signal names.
+void names_dataset(H5::Group& g, const char* name, const std::vector<const Signal*>& signals) {
+  std::vector<const char*> p;
+  p.reserve(signals.size());
+  for (const Signal* s : signals) p.push_back(s->name.c_str());
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  type.setCset(H5T_CSET_UTF8);
+  const hsize_t n = p.size();
+  H5::DataSet d = g.createDataSet(name, type, H5::DataSpace(1, &n));
+  if (n > 0) d.write(p.data(), type);
+}
+
+// The signals of one unit as a table group: "names" (size n), "values" (n x points) or, for AC, "magnitude" and
+// "phase" [deg] (n x points each); the unit as an attribute of the group and of each matrix.
+void signal_table(H5::Group& parent, const std::string& link, const std::string& unit,
+                  const std::vector<const Signal*>& signals, hsize_t points, bool complex) {
+  H5::Group t = parent.createGroup(link);
+  attr_string(t, "unit", unit);
+  names_dataset(t, "names", signals);
+  const hsize_t n = signals.size();
+  if (!complex) {
+    matrix_dataset(t, "values", n, points, unit, [&](hsize_t k, double* row) {
+      std::copy(signals[k]->re.begin(), signals[k]->re.end(), row);
+    });
+    return;
+  }
+  constexpr double deg = 180.0 / 3.14159265358979323846;
+  auto im = [&](hsize_t k, hsize_t j) { return j < signals[k]->im.size() ? signals[k]->im[j] : 0.0; };
+  matrix_dataset(t, "magnitude", n, points, unit, [&](hsize_t k, double* row) {
+    for (hsize_t j = 0; j < points; ++j) row[j] = std::hypot(signals[k]->re[j], im(k, j));
+  });
+  matrix_dataset(t, "phase", n, points, "deg", [&](hsize_t k, double* row) {
+    for (hsize_t j = 0; j < points; ++j) row[j] = std::atan2(im(k, j), signals[k]->re[j]) * deg;
+  });
 }
 
 void write_analysis(H5::H5File& file, const AnalysisResult& a) {
@@ -135,9 +187,10 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
     for (const MeasureResult& m : a.measures) {
       const std::string n = mnames.add(m.name, "measure");
       dataset(mg, n, {m.value}, m.unit);
-      if (!m.error.empty()) {
+      if (!m.error.empty() || n != m.name) {
         H5::DataSet d = mg.openDataSet(n);
-        attr_string(d, "error", m.error);
+        if (!m.error.empty()) attr_string(d, "error", m.error);
+        if (n != m.name) attr_string(d, "name", m.name);
       }
     }
   }
@@ -154,22 +207,19 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
     }
   }
 
-  if (!a.complex()) {
-    for (const auto& s : a.signals) signal_dataset(g, names, s.name, "signal", s.re, s.unit);
-    return;
-  }
-  constexpr double deg = 180.0 / 3.14159265358979323846;
+  // One table per unit, in the order the units first appear; every signal has the analysis's number of points.
+  std::vector<std::pair<std::string, std::vector<const Signal*>>> tables;
+  const hsize_t points = a.signals.empty() ? 0 : a.signals[0].re.size();
   for (const auto& s : a.signals) {
-    std::vector<double> mag(s.re.size()), ph(s.re.size());
-    for (size_t k = 0; k < s.re.size(); ++k) {
-      const double re = s.re[k], im = k < s.im.size() ? s.im[k] : 0.0;
-      mag[k] = std::hypot(re, im);
-      ph[k] = std::atan2(im, re) * deg;
-    }
-    auto [m, p] = ac_names(s);
-    signal_dataset(g, names, m, "magnitude", mag, s.unit);
-    signal_dataset(g, names, p, "phase", ph, "deg");
+    if (s.re.size() != points || (a.complex() && !s.im.empty() && s.im.size() != points))
+      throw H5::DataSetIException("write_hdf5", fmt::format("/{}: signal '{}' has {} points, '{}' {}", a.group,
+                                                            s.name, s.re.size(), a.signals[0].name, points));
+    auto it = std::find_if(tables.begin(), tables.end(), [&](const auto& t) { return t.first == s.unit; });
+    if (it == tables.end()) it = tables.insert(tables.end(), {s.unit, {}});
+    it->second.push_back(&s);
   }
+  for (const auto& [unit, signals] : tables)
+    signal_table(g, names.add(table_name(unit), "values"), unit, signals, points, a.complex());
 }
 
 // /mc: per-trial values of every measurement ("/" in measurement names becomes a subgroup).
@@ -197,12 +247,15 @@ void write_mc(H5::H5File& file, const McResults& r_mc) {
   }
 }
 
-// Upper estimate of the file size [bytes]: the data plus about 1 KiB of metadata per dataset.
+// Upper estimate of the file size [bytes]: the data, the names (a global heap entry of ~32 bytes plus the name
+// each) and about 1 KiB of metadata per dataset.
 std::size_t expected_hdf5_bytes(const RunResults& r) {
   std::size_t bytes = 1 << 16;
   for (const auto& a : r.analyses) {
     const std::size_t n = a.sweep.size() + a.sweep2.size() + 8;
-    bytes += (a.signals.size() * (a.complex() ? 2 : 1) + 2) * (n * sizeof(double) + 1024);
+    bytes += 4 * (n * sizeof(double) + 1024) + 8 * 1024;
+    for (const auto& s : a.signals) bytes += (a.complex() ? 2 : 1) * s.re.size() * sizeof(double) + 32 + s.name.size();
+    bytes += 1024 * a.measures.size();
   }
   for (const auto& m : r.mc.measurements) bytes += m.values.size() * sizeof(double) + 1024;
   return bytes;

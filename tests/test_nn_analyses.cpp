@@ -17,6 +17,7 @@
 #include "engine/simulate.hpp"
 #include "nn/analyses.hpp"
 #include "nn/model_io.hpp"
+#include "tests/hdf5_tables.hpp"
 #include "tests/nn_test_support.hpp"
 #include "tests/test_support.hpp"
 
@@ -193,11 +194,8 @@ TEST_CASE("nn analyses: anasim run gives the accuracies of anasim nn eval and nn
   double acc = 0;
   g.openAttribute("analog_accuracy").read(H5::PredType::NATIVE_DOUBLE, &acc);
   CHECK(acc == value("nn_eval_summary.csv", "analog_accuracy"));
-  hsize_t n = 0;
-  g.openDataSet("analog").getSpace().getSimpleExtentDims(&n);
-  CHECK(n == 50);
-  h.openGroup("nn_mc").openDataSet("accuracy(sigma_g=0.1)").getSpace().getSimpleExtentDims(&n);
-  CHECK(n == 2);
+  CHECK(test_support::read_signal(g, "analog").size() == 50);
+  CHECK(test_support::read_signal(h.openGroup("nn_mc"), "accuracy(sigma_g=0.1)").size() == 2);
   CHECK(h.nameExists("nn_eval2"));
   fs::remove_all(dir);
 }

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 #include <unistd.h>
+#include <fmt/format.h>
 #include "engine/output.hpp"
+#include "tests/hdf5_tables.hpp"
 #include "tests/test_support.hpp"
 
 using namespace anasim;
@@ -316,19 +318,20 @@ TEST_CASE("output: hdf5 groups, datasets and attributes") {
     double sec = 0;
     g.openAttribute("seconds").read(H5::PredType::NATIVE_DOUBLE, &sec);
     CHECK(sec == 1.5e-4);
-    CHECK(g.getNumObjs() == 3);
-    CHECK(read_dataset(g, "v(out)") == std::vector<double>{0.5});
-    CHECK(read_dataset(g, "i(v1)") == std::vector<double>{-5e-4});
-    CHECK(read_str_attr(g.openDataSet("i(v1)"), "unit") == "A");
-    CHECK(read_str_attr(g.openDataSet("v(in)"), "unit") == "V");
-    // Links are kept in creation order.
-    auto by_creation = [&g](hsize_t i) {
-      char buf[64] = {0};
-      H5Lget_name_by_idx(g.getId(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, buf, sizeof buf, H5P_DEFAULT);
-      return std::string(buf);
-    };
-    CHECK(by_creation(0) == "v(in)");
-    CHECK(by_creation(2) == "i(v1)");
+    // One table per unit, rows in the order of the signals.
+    CHECK(g.getNumObjs() == 2);
+    H5::Group v = g.openGroup("voltages"), i = g.openGroup("currents");
+    CHECK(test_support::table_names(v) == std::vector<std::string>{"v(in)", "v(out)"});
+    CHECK(test_support::table_names(i) == std::vector<std::string>{"i(v1)"});
+    CHECK(test_support::unit_of(v) == "V");
+    CHECK(test_support::unit_of(v.openDataSet("values")) == "V");
+    CHECK(test_support::unit_of(i.openDataSet("values")) == "A");
+    hsize_t dims[2] = {0, 0};
+    CHECK(v.openDataSet("values").getSpace().getSimpleExtentNdims() == 2);
+    v.openDataSet("values").getSpace().getSimpleExtentDims(dims);
+    CHECK((dims[0] == 2 && dims[1] == 1));
+    CHECK(test_support::read_signal(g, "v(out)") == std::vector<double>{0.5});
+    CHECK(test_support::read_signal(g, "i(v1)") == std::vector<double>{-5e-4});
   }
   SUBCASE("nested dc") {
     H5::Group g = h.openGroup("dc");
@@ -339,38 +342,63 @@ TEST_CASE("output: hdf5 groups, datasets and attributes") {
     CHECK(read_dataset(g, "i1") == r.analyses[1].sweep2);
     CHECK(read_str_attr(g.openDataSet("v1"), "unit") == "V");
     CHECK(read_str_attr(g.openDataSet("i1"), "unit") == "A");
-    CHECK(read_dataset(g, "v(out)") == r.analyses[1].signals[0].re);
+    CHECK(test_support::read_signal(g, "v(out)") == r.analyses[1].signals[0].re);
     CHECK(read_int_attr(g, "timepoints") == 6);
   }
-  SUBCASE("tran: '/' in a name becomes '|'") {
+  SUBCASE("tran: names kept as given, '/' included") {
     H5::Group g = h.openGroup("tran");
     CHECK(read_dataset(g, "time") == r.analyses[2].sweep);
     CHECK(read_str_attr(g.openDataSet("time"), "unit") == "s");
-    CHECK(read_dataset(g, "v(out)") == r.analyses[2].signals[0].re);
-    CHECK(read_dataset(g, "i(x1.v#branch|odd)") == r.analyses[2].signals[1].re);
+    CHECK(test_support::read_signal(g, "v(out)") == r.analyses[2].signals[0].re);
+    CHECK(test_support::read_signal(g, "i(x1.v#branch/odd)") == r.analyses[2].signals[1].re);
     CHECK(read_int_attr(g, "rejected") == 2);
-    CHECK(read_dataset(h.openGroup("tran2"), "v(out)") == std::vector<double>{7.0, 8.0});
+    CHECK(test_support::read_signal(h.openGroup("tran2"), "v(out)") == std::vector<double>{7.0, 8.0});
   }
-  SUBCASE("ac: magnitude and phase datasets") {
+  SUBCASE("ac: magnitude and phase tables") {
     H5::Group g = h.openGroup("ac");
     CHECK(read_str_attr(g, "kind") == "ac");
     CHECK(read_dataset(g, "frequency") == r.analyses[4].sweep);
     CHECK(read_str_attr(g.openDataSet("frequency"), "unit") == "Hz");
-    auto vm = read_dataset(g, "vm(out)");
-    auto vp = read_dataset(g, "vp(out)");
+    auto vm = test_support::read_signal(g, "v(out)", "magnitude");
+    auto vp = test_support::read_signal(g, "v(out)", "phase");
     REQUIRE(vm.size() == 3);
     REQUIRE(vp.size() == 3);
     CHECK(vm[1] == doctest::Approx(2.0));
     CHECK(vp[1] == doctest::Approx(-90.0));
     CHECK(vm[2] == doctest::Approx(std::sqrt(2.0)));
     CHECK(vp[2] == doctest::Approx(135.0));
-    CHECK(read_dataset(g, "im(v1)")[0] == doctest::Approx(5.0));
-    CHECK(read_dataset(g, "ip(v1)")[1] == doctest::Approx(180.0));
-    CHECK(read_str_attr(g.openDataSet("vm(out)"), "unit") == "V");
-    CHECK(read_str_attr(g.openDataSet("vp(out)"), "unit") == "deg");
-    CHECK(read_str_attr(g.openDataSet("im(v1)"), "unit") == "A");
-    CHECK_FALSE(g.nameExists("v(out)"));
+    CHECK(test_support::read_signal(g, "i(v1)", "magnitude")[0] == doctest::Approx(5.0));
+    CHECK(test_support::read_signal(g, "i(v1)", "phase")[1] == doctest::Approx(180.0));
+    H5::Group v = g.openGroup("voltages");
+    CHECK(test_support::unit_of(v.openDataSet("magnitude")) == "V");
+    CHECK(test_support::unit_of(v.openDataSet("phase")) == "deg");
+    CHECK(test_support::unit_of(g.openGroup("currents").openDataSet("magnitude")) == "A");
+    CHECK_FALSE(v.nameExists("values"));
   }
+}
+
+TEST_CASE("output: hdf5 of a 300,000-node operating point is a few tables, not a dataset per signal") {
+  // The 2-million-resistor deck took 117 s with one dataset per signal; tables keep the object count fixed.
+  RunResults r;
+  AnalysisResult op;
+  op.kind = op.group = "op";
+  const int n = 300000;
+  op.signals.reserve(n + 1);
+  for (int k = 0; k < n; ++k) op.signals.push_back({fmt::format("v(x{})", k), "V", {1e-6 * k}, {}});
+  op.signals.push_back({"i(v1)", "A", {-2.5}, {}});
+  r.analyses.push_back(std::move(op));
+  const fs::path file = scratch("hdf5_big") / "big.h5";
+  REQUIRE(write_hdf5(r, file.string()).ok());
+  H5::H5File h(file.string(), H5F_ACC_RDONLY);
+  H5::Group g = h.openGroup("op");
+  CHECK(g.getNumObjs() == 2);
+  const auto all = test_support::read_signals(g);
+  REQUIRE(all.size() == static_cast<std::size_t>(n + 1));
+  bool same = true;
+  for (int k = 0; k < n; k += 997) same = same && all.at(fmt::format("v(x{})", k)) == std::vector<double>{1e-6 * k};
+  CHECK(same);
+  CHECK(all.at("v(x299999)") == std::vector<double>{1e-6 * 299999});
+  CHECK(all.at("i(v1)") == std::vector<double>{-2.5});
 }
 
 TEST_CASE("output: hdf5 failures are reported and leave nothing behind") {

@@ -21,6 +21,7 @@
 #include "engine/output_file.hpp"
 #include "engine/parse.hpp"
 #include "nn/idx.hpp"
+#include "hdf5_tables.hpp"
 #include "test_support.hpp"
 
 using namespace anasim;
@@ -219,21 +220,30 @@ TEST_CASE("reliability: HDF5 names that map to one link stay apart") {
   RunResults r = big_results(3);
   r.analyses[1].signals[0].name = "v(a/b)";
   r.analyses[1].signals[1].name = "v(a|b)";
+  r.analyses[1].measures = {{"m/x", "V", 1.0, ""}, {"m|x", "V", 2.0, ""}};  // .meas names are links
   const fs::path f = scratch("names") / "n.h5";
   REQUIRE(write_hdf5(r, f.string()).ok());
   H5::H5File h(f.string(), H5F_ACC_RDONLY);
   H5::Group g = h.openGroup("tran");
-  CHECK(g.nameExists("v(a|b)"));
-  CHECK(g.nameExists("v(a|b)~2"));
-  H5::DataSet d = g.openDataSet("v(a|b)");
+  // Signal names are data in the table: both kept as given, each with its own values.
+  CHECK(test_support::table_names(g.openGroup("voltages")) == std::vector<std::string>{"v(a/b)", "v(a|b)"});
+  CHECK(test_support::read_signal(g, "v(a/b)") == r.analyses[1].signals[0].re);
+  CHECK(test_support::read_signal(g, "v(a|b)") == r.analyses[1].signals[1].re);
+  H5::Group m = g.openGroup("measurements");
+  CHECK(m.nameExists("m|x"));
+  CHECK(m.nameExists("m|x~2"));
+  H5::DataSet d = m.openDataSet("m|x");
   REQUIRE(d.attrExists("name"));
   H5::Attribute a = d.openAttribute("name");
   std::string name;
   a.read(a.getStrType(), name);
-  CHECK(name == "v(a/b)");
-  std::vector<double> v(3);
-  g.openDataSet("v(a|b)~2").read(v.data(), H5::PredType::NATIVE_DOUBLE);
-  CHECK(v == r.analyses[1].signals[1].re);
+  CHECK(name == "m/x");
+  double v = 0;
+  m.openDataSet("m|x~2").read(&v, H5::PredType::NATIVE_DOUBLE);
+  CHECK(v == 2.0);
+  H5::Attribute a2 = m.openDataSet("m|x~2").openAttribute("name");
+  a2.read(a2.getStrType(), name);
+  CHECK(name == "m|x");
 }
 
 TEST_CASE("reliability: SPICE export refuses node names ngspice cannot read") {

@@ -233,32 +233,36 @@ def activations(network, mapped, image, out=None, size=DEFAULT_SIZE, dpi=DEFAULT
 # ---- command line ---------------------------------------------------------------------------------------------
 
 class _H5Table:
-    """An analysis group of an anasim HDF5 file, read like a Table (sweep dataset named by the "sweep" attribute,
-    a "unit" attribute on every dataset; AC as vm(...)/vp(...) pairs, recombined into complex values)."""
+    """An analysis group of an anasim HDF5 file, read like a Table: the sweep dataset named by the "sweep"
+    attribute, and one subgroup per unit holding "names" and a signals x points matrix, "values" or (AC)
+    "magnitude" and "phase" in degrees, recombined into complex values."""
 
     def __init__(self, group):
         def text(v):
             return v.decode() if isinstance(v, bytes) else str(v)
         self.sweep_name = text(group.attrs.get("sweep", ""))
         self.units, self._data = {}, {}
-        for name, ds in group.items():
-            if getattr(ds, "ndim", 0) != 1:
+        points = 0
+        for name, obj in group.items():
+            if getattr(obj, "ndim", 0) == 1 and name == self.sweep_name:
+                self.sweep = obj[()]
+            if not hasattr(obj, "keys") or "names" not in obj:
                 continue
-            self._data[name] = ds[()]
-            self.units[name] = text(ds.attrs.get("unit", ""))
-        self.sweep = self._data.get(self.sweep_name, np.arange(len(next(iter(self._data.values()), []))))
-        for name in list(self._data):
-            if name[:2] in ("vm", "im") and name[2] == "(":
-                p = name[0] + "p" + name[2:]
-                if p in self._data:
-                    key = name[0] + name[2:]
-                    self._data[key] = self._data[name] * np.exp(1j * np.radians(self._data[p]))
-                    self.units[key] = self.units[name]
-        self.signals = [n for n in self._data if n != self.sweep_name]
+            unit = text(obj.attrs.get("unit", ""))
+            names = [text(n) for n in obj["names"][()]]
+            if "values" in obj:
+                rows = obj["values"][()]
+            else:
+                rows = obj["magnitude"][()] * np.exp(1j * np.radians(obj["phase"][()]))
+            points = rows.shape[1]
+            for n, row in zip(names, rows):
+                self._data[n], self.units[n] = row, unit
+        if not hasattr(self, "sweep"):
+            self.sweep = np.arange(points)
+        self.signals = list(self._data)
 
     def __getitem__(self, k):
         return self._data[k]
-
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m anasim.plot",
