@@ -1,8 +1,9 @@
 // .dc driver: sweeps one source or the circuit temperature (or two, nested), continuing each point from the
-// previous solution.
+// previous solution, and approaching a point that fails from the previous one in halved steps.
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <vector>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
 #include "engine/newton.hpp"
@@ -37,6 +38,42 @@ class SweepTarget {
   Device* dev_;
   double v0_ = dev_ ? dev_->dc_value() : 0.0;
 };
+
+// Sub-steps of a failed sweep step are halved at most this often: the smallest is the step / 1024.
+constexpr int kMaxHalvings = 10;
+
+// The operating point at inner value v, continuing from the current solution when `continuing`. If it fails and
+// `from` (the previous value of the same inner sweep, whose solution is the current one) is given, walks from
+// there to v in sub-steps, halved after every failure (at most kMaxHalvings times) and each continuing from the
+// last converged solution; the sub-steps are not recorded. A point that converges directly is solved exactly as
+// without this aid. On failure returns the error of the direct attempt.
+Status solve_point(NewtonSolver& s, SweepTarget& inner, double v, const double* from, bool continuing) {
+  const std::vector<double> x_from = s.x();
+  inner.set(v);
+  Status st = s.operating_point(continuing);
+  if (st || !from || !s.circuit().nonlinear()) return st;
+  double at = *from;                 // the last value solved
+  std::vector<double> good = x_from;  // its solution
+  double h = (v - at) / 2;
+  const double h_min = std::abs(v - at) / (1 << kMaxHalvings);
+  while (at != v) {
+    const double next = std::abs(v - at) <= std::abs(h) * (1 + 1e-12) ? v : at + h;
+    s.x() = good;
+    inner.set(next);
+    if (s.operating_point(true)) {
+      at = next;
+      good = s.x();
+      continue;
+    }
+    h /= 2;
+    if (std::abs(h) < h_min * (1 - 1e-12)) {
+      s.x() = good;
+      inner.set(v);
+      return st;
+    }
+  }
+  return {};
+}
 }  // namespace
 
 Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {
@@ -59,9 +96,9 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   Status st;
   for (double vo : ov) {
     if (outer) outer->set(vo);
-    for (double vi : iv) {
-      inner.set(vi);
-      st = s.operating_point(!res.sweep.empty());
+    for (size_t k = 0; k < iv.size(); ++k) {
+      const double vi = iv[k];
+      st = solve_point(s, inner, vi, k > 0 ? &iv[k - 1] : nullptr, !res.sweep.empty());
       if (!st) {
         st.errors[0].message = fmt::format("dc sweep at {} = {}: {}", a.sweeps[0].source, vi, st.errors[0].message);
         break;

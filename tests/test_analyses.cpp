@@ -112,6 +112,34 @@ R3 out 0 1k
   }
 }
 
+TEST_CASE(".dc sweep: a point that fails from the previous one is reached in halved steps") {
+  // i(b1) = sqrt(v(x) + 1) - v(a) = 0 gives v(x) = v(a)^2 - 1. Newton from the solution at v(a) = 10 (y = v(x) + 1
+  // = 100) toward v(a) = 4 lands at y = 2 v(a) sqrt(y) - y = -20, where sqrt is undefined; gmin stepping (its
+  // first step lands at negative y for any shunt) and source stepping (y = -1 at zero sources) fail as well.
+  // Half the step (10 -> 7 -> 4) stays in the domain. Only the requested points are recorded.
+  RunResults r = run_deck(R"(dc sweep step halving
+va a 0 10
+b1 x 0 i=sqrt(v(x)+1)-v(a)
+.dc va 10 4 -6
+.end
+)");
+  const AnalysisResult& a = r.analyses.at(0);
+  REQUIRE(a.rows() == 2);
+  CHECK(a.sweep == std::vector<double>{10, 4});
+  const Signal& x = signal(r, 0, "v(x)");
+  CHECK(x.re[0] == doctest::Approx(99).epsilon(1e-6));
+  CHECK(x.re[1] == doctest::Approx(15).epsilon(1e-6));
+
+  // No solution at v(a) < 0 (a square root is not negative): halving approaches 0 and gives up after ten
+  // halvings with the direct attempt's located error.
+  RunResults bad;
+  const Status st = run_deck_status("no solution below 0\nva a 0 10\nb1 x 0 i=sqrt(v(x)+1)-v(a)\n.dc va 10 -4 -14\n"
+                                    ".end\n", bad);
+  REQUIRE_FALSE(st.ok());
+  CHECK(contains(st.to_string(), "dc sweep at va = -4"));
+  CHECK(contains(st.to_string(), "sqrt of a negative argument"));
+}
+
 TEST_CASE(".tran of a linear RC with a fixed maximum step reuses the LU factorization") {
   // tmax = 5 us is far below what the LTE allows for tau = 1 ms, so after the 1 ns edge the step settles at
   // tmax and the matrix stops changing: most timepoints need neither a factorization nor a refactorization.
