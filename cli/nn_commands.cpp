@@ -70,8 +70,8 @@ struct NnArgs {
   int mc_trials = 10;
   unsigned long long mc_seed = 1;
   std::string sweep;                   // mc: PARAM=v1,v2,...
-  std::string checkpoint;              // mc: checkpoint file (resume from it when present)
-  bool progress = false;               // mc: progress on stderr also when it is not a terminal
+  std::string checkpoint;              // mc, energy: checkpoint file (resume from it when present)
+  bool progress = false;               // mc, energy: progress on stderr also when it is not a terminal
   std::string data_dir;                // --data
   std::string dataset = "mnist";       // --dataset
   std::string output;                  // -o
@@ -382,9 +382,15 @@ int cmd_energy(const NnArgs& a) {
   o.from_previous = a.from_previous;
   o.tstop = a.tstop;
   o.engine = a.engine;
+  o.checkpoint = a.checkpoint;
+  o.identity.add("hardware", fmt::format("{} ({}), {} mode", std::filesystem::path(a.config).filename().string(),
+                                         file_digest(a.config), mode_name(h.cfg.mode)));
+  if (a.progress) dist::set_progress(dist::ProgressMode::Always);
   EnergyReport r;
   if (Status st = run_energy(h.net, h.cfg, h.calib(), h.test, a.samples, o, r); !st) return report(st);
   if (!dist::is_root()) return 0;  // rank 0 prints and writes the results
+  if (r.resumed > 0)  // on stderr: stdout may be the --json summary
+    fmt::print(stderr, "resumed {} of {} images from the checkpoint {}\n", r.resumed, r.samples, o.checkpoint);
   if (!a.per_sample.empty()) {
     std::string csv = "sample,label,class,latency_s,energy_j\n";
     for (int k = 0; k < r.samples; ++k)
@@ -602,6 +608,9 @@ std::function<int()> add_nn_commands(CLI::App& app) {
       ->capture_default_str();
   en->add_flag("--engine", a->engine,
                "run the engine's transient of the full mapped netlist per image (the slow reference of the fast path)");
+  en->add_option("--checkpoint", a->checkpoint,
+                 "HDF5 file rewritten after every round of images; a rerun with the same arguments resumes from it");
+  en->add_flag("--progress", a->progress, "progress and ETA on stderr also when it is not a terminal");
 
   return [a]() -> int {
     if (*a->energy) return cmd_energy(*a);

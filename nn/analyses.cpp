@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include "engine/checkpoint.hpp"
 #include "engine/elaborate.hpp"
 #include "nn/dataset.hpp"
 #include "nn/energy.hpp"
@@ -32,6 +33,7 @@ struct NnArgs {
   bool from_previous = false;  // nn_energy: step from the previous image's settled state
   bool engine = false;         // nn_energy: the engine's transient of the full netlist (slow reference)
   double tstop = 0;            // [s] nn_energy: transient length, 0 = automatic
+  std::string checkpoint;      // nn_mc, nn_energy: checkpoint file (HDF5) relative to the netlist, "" = none
 };
 
 ParamTable common_params() {
@@ -143,6 +145,24 @@ class NnAnalysis : public AnalysisType {
 
  protected:
   virtual Status check_more(const AnalysisRequest&, const Inputs&) const { return {}; }
+
+  // The checkpoint file of the `checkpoint` argument ("" = none) and the analysis's part of its identity: the
+  // hardware (a config file's name and contents, or those of the netlist whose hardware: section it is) and the
+  // mode. The driver adds the arguments, model, images and version (engine/checkpoint.hpp).
+  static std::string checkpoint_setup(const AnalysisRequest& req, const Inputs& in, RunIdentity& id) {
+    if (in.args.checkpoint.empty()) return "";
+    const std::string hw = in.args.config.empty() ? req.netlist->file : resolve(in.args.config, "config", req);
+    id.add("hardware", fmt::format("{}{} ({}), {} mode", fs::path(hw).filename().string(),
+                                   in.args.config.empty() ? ": hardware" : "", file_digest(hw),
+                                   mode_name(in.cfg.mode)));
+    return resolve(in.args.checkpoint, "checkpoint", req);
+  }
+
+  // `doc`: the argument's description (a string literal: ParamDecl keeps the pointer's text).
+  static ParamDecl checkpoint_param(const char* doc) {
+    return ParamDecl("checkpoint").kind(ParamKind::Text).doc(doc).bind<&NnArgs::checkpoint>();
+  }
+
   std::string data_dir_;
 };
 
@@ -216,6 +236,8 @@ class McAnalysis : public NnAnalysis {
                          .bind<&NnArgs::seed>());
     params.push_back(ParamDecl("sweep").kind(ParamKind::Text)
                          .doc("PARAM=v1,v2,...: a hardware parameter (or opamp.<name>) to sweep").bind<&NnArgs::sweep>());
+    params.push_back(checkpoint_param("HDF5 file (relative to this file) rewritten after every round of trials; a "
+                                      "rerun with the same arguments resumes from it"));
   }
 
   Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
@@ -225,6 +247,7 @@ class McAnalysis : public NnAnalysis {
     if (!ld) return ld;
     McOptions o;
     if (Status st = options(req, in.args, s.cfg, o); !st) return st;
+    o.checkpoint = checkpoint_setup(req, in, o.identity);
     McReport r;
     if (Status st = run_mc(s.net, s.cfg, s.calib(), s.test, o, r); !st) return located(st, req.loc);
     out.sweep_name = "trial";
@@ -253,6 +276,7 @@ class McAnalysis : public NnAnalysis {
                                     mode_name(s.cfg.mode), o.seed));
     out.notes.push_back(fmt::format("hardware {}", in.hardware));
     out.notes.push_back(fmt::format("{} trials x {} test images from {}", o.trials, r.samples, s.dir));
+    if (r.resumed > 0) out.notes.push_back(fmt::format("resumed {} trials from the checkpoint {}", r.resumed, o.checkpoint));
     for (const auto& w : ld.warnings) out.notes.push_back("warning: " + w);
     out.stats.timepoints = static_cast<long>(o.trials) * static_cast<long>(r.points.size());
     return {};
@@ -290,6 +314,8 @@ class EnergyAnalysis : public NnAnalysis {
     params.push_back(ParamDecl("engine").kind(ParamKind::Flag).range(0, 1)
                          .doc("the engine's transient of the full mapped netlist per image (the fast path's reference)")
                          .bind<&NnArgs::engine>());
+    params.push_back(checkpoint_param("HDF5 file (relative to this file) rewritten after every round of images; a "
+                                      "rerun with the same arguments resumes from it"));
   }
 
   Status run(const AnalysisRequest& req, AnalysisResult& out) const override {
@@ -302,6 +328,7 @@ class EnergyAnalysis : public NnAnalysis {
     o.from_previous = a.from_previous;
     o.tstop = a.tstop;
     o.engine = a.engine;
+    o.checkpoint = checkpoint_setup(req, in, o.identity);
     EnergyReport r;
     if (Status st = run_energy(s.net, s.cfg, s.calib(), s.test, static_cast<int>(a.samples), o, r); !st)
       return located(st, req.loc);
@@ -335,6 +362,7 @@ class EnergyAnalysis : public NnAnalysis {
     for (size_t i = 0; i < r.sample_times_s.size(); ++i)
       out.notes.push_back(fmt::format("accuracy sampled at {:.6g} s: {:.2f}%", r.sample_times_s[i],
                                       100 * r.accuracy_at[i]));
+    if (r.resumed > 0) out.notes.push_back(fmt::format("resumed {} images from the checkpoint {}", r.resumed, o.checkpoint));
     for (const auto& w : ld.warnings) out.notes.push_back("warning: " + w);
     out.stats.timepoints = r.samples;
     return {};

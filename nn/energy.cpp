@@ -9,6 +9,7 @@
 #include "engine/distribute.hpp"
 #include "engine/simulate.hpp"
 #include "nn/fast_eval.hpp"
+#include "nn/evaluate.hpp"
 #include "nn/fast_tran.hpp"
 
 namespace anasim::nn {
@@ -293,10 +294,22 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     }
     return {};
   };
-  dist::ItemTable table(n);
-  if (Status st = dist::run_items(table, dist::chunk_size(n, opt.engine ? 1 : 8), chunk,
-                                  [](const dist::ItemTable&) { return Status{}; }, "images");
-      !st)
+  dist::ItemTable table(n);  // [image] -> pack_image
+  RunIdentity id;
+  if (!opt.checkpoint.empty()) {
+    id = opt.identity;
+    id.add("command", "nn energy");
+    id.add("arguments", fmt::format("samples={} from_previous={} tstop={} points={} engine={}", n,
+                                    opt.from_previous ? 1 : 0, opt.tstop, opt.points, opt.engine ? 1 : 0));
+    add_model_and_data(id, net, calib, test, n);
+    id.add("version", binary_version());
+    if (dist::is_root())
+      if (Status st = load_checkpoint(opt.checkpoint, id, table, &rep.resumed); !st) return st;
+  }
+  auto after_round = [&](const dist::ItemTable& t) -> Status {
+    return opt.checkpoint.empty() || !dist::is_root() ? Status{} : save_checkpoint(opt.checkpoint, id, t);
+  };
+  if (Status st = dist::run_items(table, dist::chunk_size(n, opt.engine ? 1 : 8), chunk, after_round, "images"); !st)
     return st;
   rep.images.assign(n, ImageTransient{});
   for (int k = 0; k < n; ++k) rep.images[k] = unpack_image(table.values[k]);

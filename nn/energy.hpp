@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "engine/checkpoint.hpp"
 #include "nn/dataset.hpp"
 #include "nn/hardware.hpp"
 #include "nn/mlp.hpp"
@@ -45,6 +46,9 @@ struct TransientOptions {
   bool keep_waveforms = false;    // fill ImageTransient::t and y
   bool engine = false;            // run_energy: the engine's transient of the full netlist per image (the slow
                                   // reference) instead of the fast path (nn/fast_tran.hpp)
+  std::string checkpoint;         // run_energy: --checkpoint FILE, rewritten after every round of images ("" = none)
+  RunIdentity identity;           // run_energy: the caller's part of the checkpoint identity (hardware and mode);
+                                  // run_energy adds the arguments, the model's weights, the images and the version
 };
 
 // The class an image's record (ImageTransient::class_t/v) gives at time ts [s].
@@ -92,13 +96,15 @@ struct EnergyReport {
   std::vector<int> labels;
   std::vector<ImageTransient> images;   // per sample
   double seconds = 0;             // [s] wall time
+  long resumed = 0;               // images taken from the checkpoint instead of being run
 };
 
 // Maps and realizes the network (trial 0, as nn eval), gets each image's DAC codes from the fast DC path
 // (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs the fast transient path
 // (FastTransient::run; opt.engine: image_transient) on each, images in parallel (OpenMP; results do not depend on
 // the thread count). The sampling-time table uses 20 times evenly spaced over (0, longest run], the
-// classes there from each image's class record.
+// classes there from each image's class record. With opt.checkpoint, images already in the checkpoint are not run
+// again (a checkpoint of another run is refused, naming what differs), so a killed run resumes to the same results.
 Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
                   const TransientOptions& opt, EnergyReport& rep);
 

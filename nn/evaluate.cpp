@@ -244,15 +244,7 @@ Status parse_mc_sweep(const std::string& text, const HardwareConfig& cfg, McOpti
   return {};
 }
 
-namespace {
-
-// The parts of run_mc's checkpoint identity that it knows itself: arguments, model weights, images, version.
-RunIdentity mc_identity(const Mlp& net, const MatrixRf& calib, const Dataset& test, int n, const McOptions& opt) {
-  RunIdentity id = opt.identity;
-  id.add("command", "nn mc");
-  id.add("arguments", fmt::format("trials={} seed={} samples={} sweep={}", opt.trials, opt.seed, n,
-                                  opt.sweep_param.empty() ? "none"
-                                                          : opt.sweep_param + "=" + fmt::format("{}", fmt::join(opt.sweep_values, ","))));
+void add_model_and_data(RunIdentity& id, const Mlp& net, const MatrixRf& calib, const Dataset& test, int n) {
   std::string w;
   for (const auto& l : net.layers) {
     w.append(reinterpret_cast<const char*>(l.weight.data()), l.weight.size() * sizeof(*l.weight.data()));
@@ -265,6 +257,18 @@ RunIdentity mc_identity(const Mlp& net, const MatrixRf& calib, const Dataset& te
   d.append(reinterpret_cast<const char*>(calib.data()), calib.size() * sizeof(float));
   id.add("data", fmt::format("{} test images, {} calibration images, {}", n, calib.rows(),
                              bytes_digest(d.data(), d.size())));
+}
+
+namespace {
+
+// The parts of run_mc's checkpoint identity that it knows itself: arguments, model weights, images, version.
+RunIdentity mc_identity(const Mlp& net, const MatrixRf& calib, const Dataset& test, int n, const McOptions& opt) {
+  RunIdentity id = opt.identity;
+  id.add("command", "nn mc");
+  id.add("arguments", fmt::format("trials={} seed={} samples={} sweep={}", opt.trials, opt.seed, n,
+                                  opt.sweep_param.empty() ? "none"
+                                                          : opt.sweep_param + "=" + fmt::format("{}", fmt::join(opt.sweep_values, ","))));
+  add_model_and_data(id, net, calib, test, n);
   id.add("version", binary_version());
   return id;
 }

@@ -125,6 +125,10 @@ Status parse_mc_sweep(const std::string& text, const HardwareConfig& cfg, McOpti
 Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test,
               const McOptions& opt, McReport& rep);
 
+// Adds the "model" (sizes and a digest of the weights) and "data" (the first n test images and labels and the
+// calibration images, digested) fields of a checkpoint identity (engine/checkpoint.hpp).
+void add_model_and_data(RunIdentity& id, const Mlp& net, const MatrixRf& calib, const Dataset& test, int n);
+
 // Writes a Monte Carlo report to HDF5: /mc/accuracy (points x trials), per-point datasets and attributes.
 Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt);
 

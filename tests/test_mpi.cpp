@@ -3,6 +3,7 @@
 // its first checkpoint and started again gives byte-identical results; a checkpoint of another run is refused.
 // The MPI cases are skipped with a message when mpirun is absent or the build has no MPI.
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -280,4 +281,112 @@ TEST_CASE("mpi: nn energy on 2 ranks gives the single process's per-image result
   REQUIRE(rc == 0);
   CHECK(read_bytes(dir / "one.csv").size() > 40);
   CHECK(read_bytes(dir / "one.csv") == read_bytes(dir / "two.csv"));
+}
+
+namespace {
+
+// Starts `cmd` (a shell command line) and kills it with SIGKILL as soon as `ck` exists. True if it was killed
+// (false: it finished first, or no checkpoint appeared within 60 s).
+bool kill_after_checkpoint(const std::string& cmd, const fs::path& ck) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " > /dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!fs::exists(ck) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return fs::exists(ck) && WIFSIGNALED(status);
+}
+
+// An nn energy --json summary without its wall time (the one field that differs between equal runs).
+std::string without_seconds(const std::string& json) { return json.substr(0, json.find("\"seconds\"")); }
+
+}  // namespace
+
+TEST_CASE("checkpoint: the nn_mc analysis of a netlist killed after its first checkpoint resumes to the same table") {
+  const fs::path dir = scratch("nn_mc_analysis");
+  nn_setup(dir);
+  auto netlist = [&](const std::string& file, unsigned seed, const std::string& extra) {
+    std::ofstream(dir / file) << "title: nn mc with a checkpoint\nanalyses:\n"
+                              << "  - {type: nn_mc, model: m.h5, config: hw.yaml, trials: 25, seed: " << seed
+                              << ", sweep: \"sigma_g=0.02,0.1\"" << extra << "}\n";
+  };
+  netlist("plain.yaml", 11, "");
+  netlist("ck.yaml", 11, ", checkpoint: ck.h5");  // relative to the netlist
+  const fs::path ck = dir / "ck.h5";
+  auto run_args = [&](const std::string& file, const std::string& csv) {
+    return fmt::format("run '{}' --data '{}' --csv '{}'", (dir / file).string(), dir.string(), (dir / csv).string());
+  };
+  int rc = 0;
+  std::string out = run(run_args("plain.yaml", "full"), rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK_FALSE(fs::exists(ck));
+
+  CHECK(kill_after_checkpoint(fmt::format("{} {}", ANASIM_BINARY, run_args("ck.yaml", "resumed")), ck));
+  out = run(run_args("ck.yaml", "resumed"), rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  const std::string full = read_bytes(dir / "full" / "nn_mc.csv");
+  CHECK(std::count(full.begin(), full.end(), '\n') == 26);
+  CHECK(read_bytes(dir / "resumed" / "nn_mc.csv") == full);
+
+  // Another seed with the same checkpoint: refused, saying which arguments differ.
+  netlist("ck.yaml", 12, ", checkpoint: ck.h5");
+  out = run(run_args("ck.yaml", "other"), rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "belongs to another run"));
+  CHECK(contains(out, "arguments differ"));
+  CHECK(contains(out, "seed=11"));
+  CHECK(contains(out, "seed=12"));
+  CHECK_FALSE(fs::exists(dir / "other" / "nn_mc.csv"));
+}
+
+TEST_CASE("checkpoint: nn energy killed after its first checkpoint resumes to byte-identical results") {
+  const fs::path dir = scratch("nn_energy_ck");
+  std::string base = nn_setup(dir);
+  const std::string mc = base;
+  base.replace(0, std::string("nn mc").size(), "nn energy");
+  const std::string args = base + " --samples 60 --json";
+  const fs::path ck = dir / "ck.h5";
+  int rc = 0;
+  const std::string full = run(args + " --per-sample '" + (dir / "full.csv").string() + "'", rc);
+  INFO(full);
+  REQUIRE(rc == 0);
+
+  const std::string resumed_args =
+      args + " --checkpoint '" + ck.string() + "' --per-sample '" + (dir / "resumed.csv").string() + "'";
+  CHECK(kill_after_checkpoint(fmt::format("{} {}", ANASIM_BINARY, resumed_args), ck));
+  CHECK_FALSE(fs::exists(dir / "resumed.csv"));  // killed before the end: no output yet
+  std::string out = run(resumed_args, rc);  // stdout and stderr: "resumed N of 60 images ...", the JSON summary
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(contains(out, "of 60 images from the checkpoint"));
+  CHECK(read_bytes(dir / "full.csv").size() > 60 * 10);
+  CHECK(read_bytes(dir / "resumed.csv") == read_bytes(dir / "full.csv"));
+  CHECK(without_seconds(out.substr(out.find('{'))) == without_seconds(full.substr(full.find('{'))));
+
+  // The finished checkpoint: a rerun reproduces every image without computing one.
+  out = run(resumed_args, rc);
+  REQUIRE(rc == 0);
+  CHECK(contains(out, "resumed 60 of 60 images"));
+
+  // Another image count, the same checkpoint with nn mc, and another hardware file: refused, naming the field.
+  out = run(fmt::format("{} --samples 30 --checkpoint '{}'", base, ck.string()), rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "arguments differ"));
+  CHECK(contains(out, "samples=60"));
+  CHECK(contains(out, "samples=30"));
+  out = run(fmt::format("{} --trials 2 --checkpoint '{}'", mc, ck.string()), rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "command differ"));
+  std::ofstream(dir / "hw.yaml") << "hardware:\n  tile_rows: 48\n  tile_cols: 8\n  calib_samples: 100\n  sigma_g: 0.06\n";
+  out = run(fmt::format("{} --checkpoint '{}'", args, ck.string()), rc);
+  CHECK(rc == 2);
+  CHECK(contains(out, "hardware differ"));
 }
