@@ -3,9 +3,12 @@
 // expression of node voltages v(a) / v(a, b), branch currents i(vname), parameters and time
 // (engine/expr.hpp). The expression is compiled once at elaboration; every Newton iteration evaluates it with
 // its exact gradient and stamps the linearisation f(x0) + sum_k df/dx_k (x_k - x0_k). AC uses the same
-// Jacobian at the operating point. The source is memoryless, except for the Newton step limiting of its
-// tanh() arguments (ExprLimiting: the arguments at the previous iterate), as the op-amp device limits its own.
+// Jacobian at the operating point. Its memory: the Newton step limiting of its tanh() arguments (ExprLimiting:
+// the arguments at the previous iterate), as the op-amp device limits its own, and one integration state per
+// distinct ddt() argument, integrated like a capacitor's charge (0 at DC; j omega times the argument in AC, where
+// ngspice 39's ddt has no small-signal part).
 #include <cmath>
+#include <complex>
 #include <memory>
 #include <vector>
 #include <fmt/format.h>
@@ -33,12 +36,14 @@ class BSource : public Device {
     grad_.resize(nv);
     work_.resize(f_->work_size());
     lim_prev_.resize(static_cast<size_t>(f_->n_limited()));
+    if (f_->n_ddt() > 0) ac_grad_.resize(nv);
   }
 
   bool nonlinear() const override { return f_->n_vars() > 0; }
 
   void allocate(Allocator& al) override {
     if (voltage_) br_ = al.add_branch(*this);
+    if (f_->n_ddt() > 0) state_ = al.add_states(f_->n_ddt());
   }
 
   void declare(PatternBuilder& pb) override {
@@ -64,18 +69,27 @@ class BSource : public Device {
     ExprLimiting lim;
     lim.prev = lim_prev_.data();
     lim.first = ctx.init_junctions || !ctx.limit_tanh;
-    const double f = f_->eval(x0_.data(), ctx.time, grad_.data(), work_.data(), &lim);
+    ExprIntegration integ;
+    if (f_->n_ddt() > 0) {
+      integ.q = ctx.q + state_;
+      if (ctx.transient()) integ.ag0 = ctx.ag0, integ.hist = ctx.hist + state_;
+    }
+    const double f = f_->eval(x0_.data(), ctx.time, grad_.data(), work_.data(), &lim, &integ);
     if (lim.limited) ctx.noncon = true;
     if (!std::isfinite(f) && ctx.domain_error.empty())
       ctx.domain_error = fmt::format("{} ({}:{}): {}", name(), loc().file(), loc().line, f_->domain_error(work_.data()));
     double c = f;  // constant part of the linearisation
     for (size_t k = 0; k < nv; ++k) c -= grad_[k] * x0_[k];
-    stamp_jacobian(ctx.A);
+    stamp_jacobian(ctx.A, grad_.data());
     if (voltage_) ctx.b[b_.rhs] += c;
     else i_.stamp(ctx.b, c);
   }
 
-  void load_ac(AcLoadContext& ctx) override { stamp_jacobian(ctx.A); }
+  void load_ac(AcLoadContext& ctx) override {
+    if (f_->n_ddt() == 0) return stamp_jacobian(ctx.A, grad_.data());
+    f_->ac_gradient(work_.data(), ctx.omega, ac_grad_.data());
+    stamp_jacobian(ctx.A, ac_grad_.data());
+  }
 
   void dc_paths(std::vector<NodePair>& out) const override {
     if (!voltage_) out.emplace_back(p_, n_);
@@ -90,15 +104,15 @@ class BSource : public Device {
     Offset p = 0, n = 0;
   };
 
-  // The linearised stamps at the last load's gradient, real or complex.
-  template <class T> void stamp_jacobian(T* A) const {
+  // The linearised stamps with gradient g (size n_vars), real or complex.
+  template <class T, class G> void stamp_jacobian(T* A, const G* g) const {
     if (voltage_) {  // v(p) - v(n) - sum_k g_k x_k = f(x0) - sum_k g_k x0_k
       b_.stamp_incidence(A);
-      for (size_t k = 0; k < grad_.size(); ++k) A[jac_[k].p] -= T(grad_[k]);
+      for (size_t k = 0; k < u_.size(); ++k) A[jac_[k].p] -= T(g[k]);
     } else {  // current sum_k g_k x_k leaves p, enters n
-      for (size_t k = 0; k < grad_.size(); ++k) {
-        A[jac_[k].p] += T(grad_[k]);
-        A[jac_[k].n] -= T(grad_[k]);
+      for (size_t k = 0; k < u_.size(); ++k) {
+        A[jac_[k].p] += T(g[k]);
+        A[jac_[k].n] -= T(g[k]);
       }
     }
   }
@@ -114,6 +128,8 @@ class BSource : public Device {
   std::vector<double> x0_, grad_;   // size n_vars: iterate [V or A]; gradient at the last load [S, V/V, ohm, A/A]
   std::vector<double> work_;        // size f_->work_size(): evaluation scratch
   std::vector<double> lim_prev_;    // size f_->n_limited(): limited tanh arguments at the previous iterate
+  int state_ = 0;                   // first of f_->n_ddt() integration states (ddt arguments)
+  std::vector<std::complex<double>> ac_grad_;  // size n_vars when the expression has ddt(): AC gradient
 };
 
 class BSourceType : public DeviceType {

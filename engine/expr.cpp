@@ -459,8 +459,7 @@ class ExprParser {
   bool call(const std::string& name, size_t name_pos, V& v) {
     const Func* f = sink_.function(name);
     if (!f && name == "ddt")
-      return error(name_pos, "ddt() (a time derivative) is not supported in anasim; model it with a capacitor "
-                             "(i = C dv/dt) or an inductor");
+      return error(name_pos, "ddt() (a time derivative) is only available in behavioural (B source) expressions");
     if (!f) return error(name_pos, fmt::format("unknown function '{}'", name));
     size_t open = p_++;  // at '('
     std::vector<V> args;
@@ -561,7 +560,7 @@ struct EvalSink {
 
 int arity(ExprOp op) {
   if (op <= ExprOp::Time) return 0;
-  if (op <= ExprOp::Sqr) return 1;
+  if (op <= ExprOp::Ddt) return 1;
   if (op <= ExprOp::Or) return 2;
   return 3;
 }
@@ -684,7 +683,7 @@ const BFunc kBFuncs[] = {
     {"u2", ExprOp::Step2, 1, 1},    {"uramp", ExprOp::Ramp, 1, 1},  {"pow", ExprOp::Pow, 2, 2},
     {"pwr", ExprOp::Pwr, 2, 2},     {"min", ExprOp::Min, 1, -1},    {"max", ExprOp::Max, 1, -1},
     {"limit", ExprOp::Limit, 3, 3},  {"int", ExprOp::Trunc, 1, 1},   {"sqr", ExprOp::Sqr, 1, 1},
-    {"arctan", ExprOp::Atan, 1, 1},
+    {"arctan", ExprOp::Atan, 1, 1},  {"ddt", ExprOp::Ddt, 1, 1},
     // Composed of the ops above by ExprCompiler::call (ExprOp::Const marks them).
     {"eq0", ExprOp::Const, 1, 1},    {"ne0", ExprOp::Const, 1, 1},   {"gt0", ExprOp::Const, 1, 1},
     {"lt0", ExprOp::Const, 1, 1},    {"ge0", ExprOp::Const, 1, 1},   {"le0", ExprOp::Const, 1, 1},
@@ -798,6 +797,7 @@ class ExprCompiler {
     }
     for (CompiledExpr::Instr& in : code)  // slots after merging: one per distinct tanh
       if (in.op == ExprOp::Tanh) in.var = out_.n_limited_++;
+      else if (in.op == ExprOp::Ddt) in.var = out_.n_ddt_++;  // one state per distinct argument
     out_.code_ = std::move(code);
   }
 
@@ -960,7 +960,8 @@ std::string CompiledExpr::domain_error(const double* work) const {
   return {};
 }
 
-double CompiledExpr::eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim) const {
+double CompiledExpr::eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim,
+                          const ExprIntegration* integ) const {
   // Forward sweep: the value of every instruction and the partial derivatives with respect to its operands.
   const size_t m = code_.size();
   double* val = work;
@@ -989,6 +990,14 @@ double CompiledExpr::eval(const double* x, double t, double* grad, double* work,
         pa[i] = k == 0;
         pb[i] = k == 1;
         pc[i] = k == 2;
+        break;
+      }
+      case ExprOp::Ddt: {  // d q / dt = ag0 q + hist; 0 without integration (DC)
+        const double q = val[in.a];
+        if (integ && integ->q) integ->q[in.var] = q;
+        const bool on = integ && integ->hist;
+        val[i] = on ? integ->ag0 * q + integ->hist[in.var] : 0.0;
+        pa[i] = on ? integ->ag0 : 0.0;
         break;
       }
       case ExprOp::Tanh:
@@ -1042,6 +1051,36 @@ double CompiledExpr::eval(const double* x, double t, double* grad, double* work,
     }
   }
   return val[m - 1];
+}
+
+void CompiledExpr::ac_gradient(const double* work, double omega, std::complex<double>* grad) const {
+  const size_t m = code_.size();
+  const double* pa = work + m;
+  const double* pb = pa + m;
+  const double* pc = pb + m;
+  std::vector<std::complex<double>> adj(m);
+  const int n = n_vars();
+  for (int k = 0; k < n; ++k) grad[k] = 0;
+  if (m == 0) return;
+  adj[m - 1] = 1;
+  for (size_t i = m; i-- > 0;) {
+    const std::complex<double> g = adj[i];
+    if (g == 0.0) continue;
+    const Instr& in = code_[i];
+    switch (arity(in.op)) {
+      case 0:
+        if (in.op == ExprOp::Var) grad[in.var] += g;
+        break;
+      case 3:
+        adj[in.c3] += pc[i] * g;
+        [[fallthrough]];
+      case 2:
+        adj[in.b] += pb[i] * g;
+        [[fallthrough]];
+      default:
+        adj[in.a] += in.op == ExprOp::Ddt ? std::complex<double>(0, omega) * g : pa[i] * g;
+    }
+  }
 }
 
 std::string CompiledExpr::text(const std::function<std::string(const ExprQuantity&)>& name) const {

@@ -1,6 +1,7 @@
 // Numbers with SPICE engineering suffixes, arithmetic expressions over named parameters, and behavioural
 // expressions (ngspice B sources) compiled once to a small tape that yields a value and its exact gradient.
 #pragma once
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -53,7 +54,7 @@ struct ExprQuantity {
 enum class ExprOp : uint8_t {
   Const, Var, Time,
   Neg, Not, Sqrt, Exp, Ln, Log10, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh,
-  Abs, Sgn, Floor, Ceil, Nint, Step, Step2, Ramp, Trunc, Sqr,
+  Abs, Sgn, Floor, Ceil, Nint, Step, Step2, Ramp, Trunc, Sqr, Ddt,
   Add, Sub, Mul, Div, Pow, Pwr, Atan2, Min, Max, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   Select, Limit,
 };
@@ -68,6 +69,15 @@ struct ExprLimiting {
   bool limited = false;    // out: an argument was limited and the tangent differs from the function there
 };
 
+// The time derivatives ddt(q) of one place a behavioural expression is evaluated (one B source instance). Each
+// distinct ddt() argument is a state integrated like a capacitor's charge: ddt(q) = ag0 q + hist (the circuit's
+// integration formula, engine/integrator.hpp). Without it (DC, the operating point) ddt is 0, as in ngspice.
+struct ExprIntegration {
+  double ag0 = 0;                // [1/s] the integration formula's coefficient of the present state
+  const double* hist = nullptr;  // size n_ddt(): history term of each state [argument's unit / s]
+  double* q = nullptr;           // size n_ddt(): out: each ddt argument at this evaluation
+};
+
 // A behavioural expression compiled once: parameters are folded to constants, node voltages and branch
 // currents are variables x[0..n). eval() returns the value and the exact gradient without allocating: a
 // forward sweep computes every instruction's value and local partial derivatives, a reverse sweep accumulates
@@ -77,7 +87,7 @@ class CompiledExpr {
  public:
   struct Instr {
     ExprOp op;
-    int var = 0;     // Var: index into quantities(); Tanh: limiting slot (ExprLimiting::prev)
+    int var = 0;     // Var: index into quantities(); Tanh: limiting slot (ExprLimiting::prev); Ddt: state
     double c = 0;    // Const: the value
     int a = -1, b = -1, c3 = -1;  // indices of the instructions producing the operands (by arity)
   };
@@ -89,10 +99,18 @@ class CompiledExpr {
   bool uses_time() const { return uses_time_; }
   // Number of tanh() calls with Newton step limiting (slots of ExprLimiting::prev).
   int n_limited() const { return n_limited_; }
+  // Number of distinct ddt() arguments (states of ExprIntegration).
+  int n_ddt() const { return n_ddt_; }
   // Value at variables x (size n_vars) and time t [s]; writes d value / d x_k to grad (size n_vars).
   // work: scratch of work_size() doubles. With `lim`, tanh arguments are limited against the previous
-  // iterate (Newton iterations); without, the expression is evaluated exactly.
-  double eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim = nullptr) const;
+  // iterate (Newton iterations); without, the expression is evaluated exactly. `integ`: ddt() in a transient
+  // (null: ddt is 0, with no derivative).
+  double eval(const double* x, double t, double* grad, double* work, ExprLimiting* lim = nullptr,
+              const ExprIntegration* integ = nullptr) const;
+  // The small-signal gradient at angular frequency omega [rad/s] of the evaluation whose scratch is `work`
+  // (the operating point's): d value / d x_k with every ddt() contributing j omega d(argument) / d x_k, as a
+  // capacitor does; writes grad (size n_vars).
+  void ac_gradient(const double* work, double omega, std::complex<double>* grad) const;
   // After an eval() whose value was not finite, with the same work array: the first operation that gave a
   // non-finite value from finite operands, e.g. "sqrt of a negative argument (-0.5)"; empty if there is none.
   std::string domain_error(const double* work) const;
@@ -106,6 +124,7 @@ class CompiledExpr {
   std::vector<ExprQuantity> quantities_;
   bool uses_time_ = false;
   int n_limited_ = 0;
+  int n_ddt_ = 0;
 };
 
 // Maps names written in an expression to flattened names (subcircuit ports and prefixes); a node that maps
