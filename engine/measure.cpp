@@ -332,6 +332,36 @@ Status clause(const MeasureClause& mc, const Scope& scope, Kind kind, Clause& ou
 
 }  // namespace
 
+namespace {
+
+// ngspice's second pass: the PARAM= / EXPR= requests of analysis a in order, each an expression of the deck's
+// parameters and of the results that succeeded before it (every other request's, the earlier PARAM ones'); a
+// failed operand or an error in the expression fails the result. Results from a.measures[first] on are a's.
+Status measure_params(const std::vector<MeasureSpec>& specs, const Scope& scope, AnalysisResult& a, size_t first) {
+  Scope results(&scope);
+  for (size_t k = first; k < a.measures.size(); ++k)
+    if (a.measures[k].error.empty() && !std::isnan(a.measures[k].value))
+      results.set(a.measures[k].name, a.measures[k].value);
+  size_t k = first;
+  for (const MeasureSpec& spec : specs) {
+    if (spec.analysis != a.kind) continue;
+    MeasureResult& r = a.measures[k++];
+    if (spec.func != MeasureSpec::Func::Param) continue;
+    double v = NAN;
+    const Status st = evaluate_expr(spec.main.val.text, spec.main.val.loc, results, v);
+    if (st.ok()) {
+      r.value = v;
+      results.set(r.name, v);
+    } else {
+      r.value = NAN;
+      r.error = st.errors[0].message;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Status run_measures(const std::vector<MeasureSpec>& specs, const Scope& scope, AnalysisResult& a) {
   using F = MeasureSpec::Func;
   Kind kind;
@@ -343,10 +373,15 @@ Status run_measures(const std::vector<MeasureSpec>& specs, const Scope& scope, A
   const std::string scale_unit = kind == Kind::Tran ? "s" : kind == Kind::Ac ? "Hz" : a.sweep_unit;
   std::vector<std::pair<std::string, Series>> cache;
   cache.reserve(4 * specs.size());  // pointers into it stay valid
+  const size_t first = a.measures.size();
   for (const MeasureSpec& spec : specs) {
     if (spec.analysis != a.kind) continue;
     MeasureResult r;
     r.name = spec.name;
+    if (spec.func == F::Param) {  // evaluated below, once every other result is known
+      a.measures.push_back(std::move(r));
+      continue;
+    }
     Clause m1, m2;
     bool ok = true;
     if (Status st = clause(spec.main, scope, kind, m1, ok, r.error, a, cache); !st) return st;
@@ -405,7 +440,7 @@ Status run_measures(const std::vector<MeasureSpec>& specs, const Scope& scope, A
     r.value = r.error.empty() ? v : NAN;
     a.measures.push_back(std::move(r));
   }
-  return {};
+  return measure_params(specs, scope, a, first);
 }
 
 std::vector<std::string> measure_signals(const std::vector<MeasureSpec>& specs) {

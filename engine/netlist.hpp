@@ -98,7 +98,8 @@ struct MeasureClause {
 };
 
 struct MeasureSpec {
-  enum class Func { TrigTarg, When, Find, Deriv, Avg, Rms, Min, Max, MinAt, MaxAt, Pp, Integ };
+  // Param: PARAM= / EXPR=, an expression of parameters and of the results of other measurements (main.val).
+  enum class Func { TrigTarg, When, Find, Deriv, Avg, Rms, Min, Max, MinAt, MaxAt, Pp, Integ, Param };
   std::string analysis;  // "tran", "ac" or "dc"
   std::string name;      // result name (lower-case)
   Func func = Func::When;

@@ -1685,9 +1685,17 @@ class SpiceParser {
     m.name = tok_text(L, t[i]);
     m.loc = at(L, t[i]);
     ++i;
-    if (is_named(t, i) && (tok_text(L, t[i]) == "param" || tok_text(L, t[i]) == "expr"))
-      return void(err(at(L, t[i]), fmt::format(".meas {} {}= (a measurement computed from other measurements) is not "
-                                               "supported", m.name, tok_text(L, t[i]))));
+    if (is_named(t, i) && (tok_text(L, t[i]) == "param" || tok_text(L, t[i]) == "expr")) {
+      m.func = F::Param;  // an expression of parameters and other results, evaluated after them as in ngspice
+      const std::string key(tok_text(L, t[i]));
+      i += 2;
+      if (!read_value(L, t, i, m.main.val, [&] { return fmt::format("an expression after '{}='", key); })) return;
+      if (i < t.size())
+        return void(err(at(L, t[i]), fmt::format("unexpected '{}' after .meas {} {}=<expression>", tok_text(L, t[i]),
+                                                 m.name, key)));
+      out_.measures.push_back(std::move(m));
+      return;
+    }
     if (!is_word(t, i) || is_named(t, i))
       return void(err(at_or_end(L, t, i), fmt::format("{}; missing the function of '{}'", usage, m.name)));
     const std::string fname(tok_text(L, t[i]));
