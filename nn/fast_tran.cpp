@@ -419,11 +419,12 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   double bp = tr;
   constexpr int kSettledPoints = 5;
   int settled_points = 0;
+  bool inside = false;  // every last-layer output within its band at the last accepted point
   long accepted = 0;
   double last_ag0 = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> iaux(n_aux);
   for (;;) {
-    bool hits_break = sc.propose(t, bp, tmax);
+    bool hits_break = sc.propose(t, bp, inside ? to_.tail_factor * tmax : tmax);
     double tn = 0;
     for (;;) {
       const double delta = sc.delta;
@@ -538,6 +539,11 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     // Done when every layer's outputs have stayed within a tenth of the band of their final (DC) values for
     // kSettledPoints points in a row (the engine's run instead goes on to twice the settling time).
     settled_points = near_final(w, 0.1 * band) ? settled_points + 1 : 0;
+    inside = true;
+    for (int j = 0; j < nout && inside; ++j) {
+      const size_t oj = static_cast<size_t>(j) * lr[L - 1].n + fl.kernel.L.y;
+      inside = std::fabs(w.x[L - 1][oj] - wfin.x[L - 1][oj]) <= band;
+    }
     if (t >= tr && settled_points >= kSettledPoints) break;
     if (t > t_limit || accepted >= to_.max_points)
       return Status::numerical(fmt::format("network transient of sample {}: the outputs have not settled by {:.4g} s "

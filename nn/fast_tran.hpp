@@ -35,6 +35,10 @@ struct FastTranOptions {
   // Largest step, in units of the engine's (TransientOptions: tstop / points), except across the edge of a last-layer
   // output's settling band, where steps are at most the engine's (the settling time is a linear interpolation).
   double step_factor = 2;  // measured: 2 keeps the settling time within ~2e-4 of the engine's, 5 only ~1e-3
+  // While every last-layer output is inside its band, the largest step is tail_factor times the above: the settling
+  // time and the energy up to it are then decided (an output leaving the band again redoes its step finely), and
+  // the run only has to confirm that nothing leaves the band.
+  double tail_factor = 8;
   // Newton tolerance of each step's solve (the sweeps and the neurons' local Newton): reltol * |x| + vntol, as the
   // engine's transient Newton (SPICE: 1e-3, 1 uV). A thousandth of the truncation tolerance: the step's solution
   // error stays far below what the step control accepts, and 1e-12 (the DC path's) only costs sweeps.
