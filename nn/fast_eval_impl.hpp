@@ -48,6 +48,14 @@ struct FastEvaluator::Impl {
   bool noise = false;  // read noise on
   std::vector<FastLayer> layers;
   std::vector<std::vector<std::unique_ptr<fast::SchurSolver>>> solvers;  // per layer, per row block
+  // Per layer and row block, the network of the last prepare and its port matrices: a trial whose draw leaves a
+  // block's elements unchanged (no conductance variation, faults elsewhere) reuses them.
+  struct BlockCache {
+    fast::PortNetwork net;  // as built, before the moments' shunts
+    bool moments = false;
+    Eigen::MatrixXd Y, Y1;
+  };
+  std::vector<std::vector<BlockCache>> cache;
 
   // Per-image working state (one per thread). Per layer and neuron: the unknowns x, limiting states, and the
   // last Newton point (xn, the lagged port currents it saw, the LU factors of its Jacobian) for linear-response

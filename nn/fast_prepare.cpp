@@ -38,6 +38,7 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     I.solvers.clear();
     I.solvers.resize(L);
   }
+  I.cache.resize(L);
 
   // Every (layer, row block) network, then all of them factorized in parallel.
   struct Job {
@@ -67,6 +68,7 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     if (static_cast<int>(I.solvers[l].size()) != nrb) {
       I.solvers[l].clear();
       for (int b = 0; b < nrb; ++b) I.solvers[l].push_back(std::make_unique<SchurSolver>());
+      I.cache[l].assign(nrb, Impl::BlockCache{});
     }
     const bool dac_rout = cfg.dac_rout > 0;
     for (int b = 0; b < nrb; ++b) {
@@ -110,6 +112,8 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       jobs.push_back(std::move(job));
     }
   }
+  if (opt.moments)  // every node's capacitance (also the trailing ones without any)
+    for (Job& j : jobs) j.cap.resize(j.net.n_int + j.net.n_port, 0.0);
   if (opt.trace) fmt::print(stderr, "prepare: networks built in {:.3f} s\n", since(t0));
   {
     // CHOLMOD 3 opens its own OpenMP regions with a fixed team of 4 (CHOLMOD_OMP_NUM_THREADS), which on a busy
@@ -120,6 +124,15 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
 #pragma omp parallel for schedule(dynamic, 1)
     for (int k = 0; k < static_cast<int>(jobs.size()); ++k) {
       Job& j = jobs[k];
+      Impl::BlockCache& bc = I.cache[j.l][j.b];
+      if (bc.moments == opt.moments && bc.Y.size() > 0 && bc.net.n_int == j.net.n_int &&
+          bc.net.n_port == j.net.n_port && bc.net.ea == j.net.ea && bc.net.eb == j.net.eb && bc.net.eg == j.net.eg &&
+          (!opt.moments || bc.net.shunt == j.cap)) {
+        j.Y = bc.Y;  // the same elements as the last trial's: the same port matrices
+        j.Y1 = bc.Y1;
+        continue;
+      }
+      bc.Y.resize(0, 0);
       j.st = I.solvers[j.l][j.b]->compute(j.net, j.Y, opt.trace);
       if (!j.st || !opt.moments) continue;
       // C1 = dY/ds at s = 0 by a forward difference: the same network with a conductance sigma * C from every
@@ -137,6 +150,19 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       Eigen::MatrixXd Ys;
       j.st = I.solvers[j.l][j.b]->compute(j.net, Ys, opt.trace);
       j.Y1 = (Ys - j.Y) / kSigma;
+    }
+    for (Job& j : jobs) {  // remember what was computed (reused blocks are unchanged)
+      Impl::BlockCache& bc = I.cache[j.l][j.b];
+      if (!j.st || bc.Y.size() > 0) continue;
+      bc.moments = opt.moments;
+      bc.Y = j.Y;
+      bc.Y1 = j.Y1;
+      bc.net.n_int = j.net.n_int;
+      bc.net.n_port = j.net.n_port;
+      bc.net.ea = j.net.ea;
+      bc.net.eb = j.net.eb;
+      bc.net.eg = j.net.eg;
+      bc.net.shunt = j.cap;  // the capacitances the moments were computed with
     }
     omp_set_max_active_levels(saved_levels);
   }
