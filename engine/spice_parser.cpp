@@ -8,11 +8,13 @@
 // indices, and objects are built in place in the parsed netlist. Error messages are formatted only on errors.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -637,10 +639,102 @@ class SpiceParser {
       d.type = "x";
       return subckt_instance(L, t, d);
     }
+    if ((c == 'e' || c == 'g' || c == 'f' || c == 'h') && behavioural_form(L, t)) return behavioural_controlled(L, t, d);
     const DeviceType* type = type_of_letter(c);
     if (!type) return err(d.loc, fmt::format("unknown device type '{}' (known: {})", c, known_keys()));
     d.type = type->key;
     return typed_device(L, t, *type, d);
+  }
+
+  // E/G/F/H written as PSpice and ngspice write behavioural sources: "POLY(n) ..." after the two nodes, or (E, G)
+  // "VALUE=expr", "VOL=expr" (E), "CUR=expr" (G).
+  static bool behavioural_form(const LLine& L, const Tokens& t) {
+    if (!is_word(t, 3)) return false;
+    const std::string_view w = tok_text(L, t[3]);
+    if (w == "poly") return t.size() > 4 && t[4].kind == Tk::LParen && !t[4].space_before;
+    const char c = tok_text(L, t[0])[0];
+    return is_named(t, 3) && (w == "value" || (w == "vol" && c == 'e') || (w == "cur" && c == 'g'));
+  }
+
+  // A behavioural E/G/F/H as the B source it is: E and H give V=, G and F give I= (the current from the first node
+  // through the source to the second, as G and F). VALUE= keeps its expression; POLY(n) controls coeffs becomes
+  // the SPICE polynomial p0 + sum p_i x_i + sum_(i<=j) p_ij x_i x_j + ... (terms in that order, each order's index
+  // tuples ascending; one coefficient alone is p0, as ngspice reads it), x the controlling voltages v(a,b) (E, G) or source
+  // currents i(vname) (F, H).
+  bool behavioural_controlled(const LLine& L, const Tokens& t, DeviceInstance& d) {
+    const char c = d.name[0];
+    d.type = "b";
+    for (size_t k = 1; k < 3; ++k)
+      if (!node_token(L, t, k, d)) return false;
+    const char* out = c == 'e' || c == 'h' ? "v" : "i";
+    if (tok_text(L, t[3]) != "poly") {
+      if (!read_expression(L, t, 3, d)) return false;
+      d.params.back().name = out;  // read_expression named it VALUE/VOL/CUR
+      return true;
+    }
+    const SourceLoc kloc = at(L, t[3]);
+    size_t i = 5;
+    ValueExpr nv;
+    if (!read_value(L, t, i, nv, "the number of controlling quantities in POLY(n)")) return false;
+    const std::optional<double> nd = parse_spice_number(nv.text);
+    if (!nd || *nd < 1 || *nd > 20 || *nd != std::floor(*nd) || i >= t.size() || t[i].kind != Tk::RParen)
+      return err(nv.loc, fmt::format("expected POLY(n) with n a whole number from 1 to 20 in '{}'", d.name));
+    ++i;
+    const int n = static_cast<int>(*nd);
+    const bool voltage_controls = c == 'e' || c == 'g';
+    std::vector<std::string> xs;  // the controlling quantities as expression text
+    auto skip_punct = [&] {
+      while (i < t.size() && (t[i].kind == Tk::Comma || t[i].kind == Tk::LParen || t[i].kind == Tk::RParen)) ++i;
+    };
+    for (int k = 0; k < n; ++k) {
+      std::string names[2];
+      for (int m = 0; m < (voltage_controls ? 2 : 1); ++m) {
+        skip_punct();
+        if (!is_word(t, i) || is_named(t, i))
+          return err(at_or_end(L, t, i), fmt::format("expected {} controlling {} after POLY({}) of '{}', got {}",
+                                                     voltage_controls ? 2 * n : n,
+                                                     voltage_controls ? "nodes" : "source names", n, d.name,
+                                                     describe(L, t, i)));
+        names[m] = tok_text(L, t[i++]);
+      }
+      xs.push_back(voltage_controls ? fmt::format("v({},{})", names[0], names[1]) : fmt::format("i({})", names[0]));
+    }
+    skip_punct();
+    std::vector<std::string> coeffs;
+    while (i < t.size()) {
+      if (t[i].kind == Tk::Comma) {
+        ++i;
+        continue;
+      }
+      ValueExpr v;
+      if (!read_value(L, t, i, v, "a POLY coefficient")) return false;
+      std::string x = v.text;
+      if (x.size() >= 2 && ((x.front() == '{' && x.back() == '}') || (x.front() == '\'' && x.back() == '\'')))
+        x = x.substr(1, x.size() - 2);
+      coeffs.push_back("(" + x + ")");
+    }
+    if (coeffs.empty()) return err(end_of(L), fmt::format("POLY({}) of '{}' has no coefficients", n, d.name));
+    std::string expr = coeffs[0];
+    std::vector<int> idx;  // the index tuple of the next term, ascending, of the current order
+    size_t next = 1;
+    for (int order = 1; next < coeffs.size(); ++order) {
+      idx.assign(static_cast<size_t>(order), 0);
+      for (bool more = true; more && next < coeffs.size();) {
+        std::string term = coeffs[next++];
+        for (int k : idx) term += "*" + xs[static_cast<size_t>(k)];
+        expr += " + " + term;
+        int pos = order - 1;  // the next ascending tuple: raise the last index that can, reset those after it
+        while (pos >= 0 && idx[static_cast<size_t>(pos)] == n - 1) --pos;
+        if (pos < 0) {
+          more = false;
+        } else {
+          const int v = idx[static_cast<size_t>(pos)] + 1;
+          for (int k = pos; k < order; ++k) idx[static_cast<size_t>(k)] = v;
+        }
+      }
+    }
+    add_param(d, out, false, kloc).values.push_back(ValueExpr{expr, kloc});
+    return true;
   }
 
   bool node_token(const LLine& L, const Tokens& t, size_t i, DeviceInstance& d) {

@@ -281,6 +281,46 @@ r4 4 0 1k
                   "bsource_ddt");
 }
 
+TEST_CASE("behavioural E/G/F/H: POLY(n) and VALUE= / VOL= / CUR= match ngspice (vendor macromodel syntax)") {
+  // POLY(2) to the third order with grouped "(a,b)" pairs, POLY(1) with one coefficient (p0, as ngspice), G, F and
+  // H polynomials of source currents, and the VALUE/VOL/CUR expression forms; swept so every term counts.
+  crosscheck_deck(R"(poly and value sources
+v1 1 0 dc 0.5
+v2 2 0 dc -0.3
+r1 1 0 1k
+r2 2 0 1k
+e1 3 0 poly(2) (1,0) (2,0) 0.1 2 -1 0.5 0.25 -0.75 0.1 0.2 0.3 0.4
+r3 3 0 1k
+e2 4 0 poly(1) 1 0 3
+r4 4 0 1k
+g1 0 5 poly(2) 1 0 2 0 1m 2m 3m 4m
+r5 5 0 1k
+vs 6 0 dc 0
+r6 1 6 100
+f1 0 7 poly(1) vs 0 2 5
+r7 7 0 1k
+h1 8 0 poly(2) vs v1 0.2 100 -50 1e3
+r8 8 0 1k
+e3 9 0 value={v(1)*v(2) + 1}
+r9 9 0 1k
+g2 0 10 cur='2m*v(1)'
+r10 10 0 1k
+e4 11 0 vol = 'v(2)*3'
+r11 11 0 1k
+.options reltol=1e-8 vntol=1e-12
+.save v(1) v(2) v(3) v(4) v(5) v(6) v(7) v(8) v(9) v(10) v(11)
+.dc v1 -0.95 1 0.1
+.end
+)",
+                  "poly_value");  // (ngspice's POLY sources are XSPICE code models with other current names)
+  Status st;
+  ParsedNetlist pn;
+  st = parse_spice_string("t\ne1 a 0 poly(2) 1 0 2\n", "p.cir", builtin_catalog(), pn);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.errors[0].message.find("expected 4 controlling nodes after POLY(2)") != std::string::npos);
+  CHECK(st.errors[0].loc.line == 2);
+}
+
 TEST_CASE("sources: 8-value PULSE, AM and SFFM match ngspice; PULSE at t = tstop; DISTOF warns; the µ suffix") {
   const RunResults r = crosscheck_deck(R"(sources
 v1 p 0 pulse(0 1 1u 0.2u 0.2u 1u 3u 2)
