@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <omp.h>
+#include "nn/block_network.hpp"
 #include "nn/fast_eval_impl.hpp"
 
 namespace anasim::nn {
@@ -70,45 +71,22 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       for (int b = 0; b < nrb; ++b) I.solvers[l].push_back(std::make_unique<SchurSolver>());
       I.cache[l].assign(nrb, Impl::BlockCache{});
     }
-    const bool dac_rout = cfg.dac_rout > 0;
     for (int b = 0; b < nrb; ++b) {
       Job job;
       job.l = l;
       job.b = b;
       const int r0 = m.row_blocks[b], r1 = m.row_blocks[b + 1], nr = r1 - r0;
-      // Internal node count first: DAC row pins (with rout) and the tiles' own nodes.
-      int n_int = 0;
-      std::vector<int> rowpin_int(nr, -1);
-      for (int p = r0; p < r1; ++p)
-        if (dac_rout && p >= f.first_dac) rowpin_int[p - r0] = n_int++;
-      int tile_nodes = 0;
-      for (int cb = 0; cb < ncb; ++cb) {
-        const CrossbarTopology topo(li.tiles[static_cast<size_t>(b) * ncb + cb].spec);
-        tile_nodes += topo.nodes() - topo.pins();
-      }
-      job.net.n_int = n_int + tile_nodes;
-      job.net.n_port = nr + f.C;
-      const int port0 = job.net.n_int;
-      std::vector<int> rowpin(nr);
-      for (int i = 0; i < nr; ++i) {
-        job.port_row.push_back(r0 + i);
-        if (rowpin_int[i] >= 0) {
-          rowpin[i] = rowpin_int[i];
-          job.net.edge(rowpin_int[i], port0 + i, 1.0 / cfg.dac_rout);  // DAC source behind rout
-        } else {
-          rowpin[i] = port0 + i;
-        }
-      }
-      for (int j = 0; j < f.C; ++j) job.port_row.push_back(-1 - j);
-      int next = n_int;
+      std::vector<CrossbarSpec> specs(ncb);
+      std::vector<BlockTile> tiles(ncb);
       for (int cb = 0; cb < ncb; ++cb) {
         const TileInstance& t = li.tiles[static_cast<size_t>(b) * ncb + cb];
-        std::vector<int> rp(rowpin.begin(), rowpin.end()), cp(t.spec.cols);
-        for (int j = 0; j < t.spec.cols; ++j) cp[j] = port0 + nr + t.col0 + j;
-        CrossbarSpec spec = t.spec;
-        if (opt.moments) spec.cwire = cfg.cwire;  // as build_netlist's transient circuit has them
-        add_tile(job.net, spec, t.g, rp, cp, next, opt.moments ? &job.cap : nullptr);
+        specs[cb] = t.spec;
+        if (opt.moments) specs[cb].cwire = cfg.cwire;  // as build_netlist's transient circuit has them
+        tiles[cb] = {&specs[cb], &t.g, t.col0};
       }
+      job.net = row_block_network(cfg, r0, r1, f.first_dac, f.C, tiles, opt.moments ? &job.cap : nullptr);
+      for (int i = 0; i < nr; ++i) job.port_row.push_back(r0 + i);
+      for (int j = 0; j < f.C; ++j) job.port_row.push_back(-1 - j);
       jobs.push_back(std::move(job));
     }
   }
