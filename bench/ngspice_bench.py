@@ -5,12 +5,12 @@ table of wall times (median of --runs; a single run for anything over a minute),
 difference over all node voltages (op: absolute, V; tran: relative to each signal's range, anasim interpolated
 onto ngspice's time grid). Results also go to bench/results.json and bench/results.csv. See bench/README.md.
 Standard library only."""
-import argparse, datetime, json, os, re, resource, shutil, statistics, struct, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, re, shutil, statistics, struct, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import spicebench as sb
-from gen_crossbar import crossbar_deck
+from gen_crossbar import crossbar_deck, crossbar_yaml
 from gen_circuits import rc_ladder_deck, rc_steps_deck, bridge_deck, multiplier_deck, sallen_key_yaml
 
 OP_TOL = 1e-6     # [V] op/dc: largest |anasim - ngspice| over all node voltages
@@ -21,9 +21,12 @@ ONE_RUN_ABOVE = 60.0  # [s] a first run longer than this is not repeated
 # ---- the circuits -----------------------------------------------------------------------------------------
 
 class Case:
-    """One benchmark row. make(dir) writes the deck and returns (deck path, YAML source or None)."""
-    def __init__(self, circuit, size, kind, make, quick=False, note=""):
+    """One benchmark row. make(dir) writes the deck and returns (deck path, YAML source or None). anasim_yaml:
+    anasim runs the YAML source (the crossbar device) while ngspice runs the deck; ngspice=False: anasim only
+    (a deck too large for ngspice; --big-ngspice runs it anyway)."""
+    def __init__(self, circuit, size, kind, make, quick=False, note="", anasim_yaml=False, ngspice=True):
         self.circuit, self.size, self.kind, self.make, self.quick, self.note = circuit, size, kind, make, quick, note
+        self.anasim_yaml, self.ngspice = anasim_yaml, ngspice
 
 
 def write(path, text):
@@ -53,16 +56,32 @@ def yaml_case(circuit, size, yaml_fn, anasim, quick=False, note=""):
 XBAR_PULSE = (0.5e-9, 100e-12, 100e-12, 5e-9, 10e-9)  # row i delayed (i % 8) * 0.5 ns, 5 ns wide, 10 ns period
 
 
+def crossbar_yaml_case(r, k, ngspice, note):
+    """Crossbar op of r x k cells: anasim reads the YAML netlist with the crossbar device, ngspice (unless
+    ngspice=False) the equivalent deck of R and E elements (bench/gen_crossbar.py, same values)."""
+    def make(d):
+        deck = write(os.path.join(d, "deck.cir"), crossbar_deck(r, k)) if ngspice else None
+        return deck, write(os.path.join(d, "crossbar.yaml"), crossbar_yaml(r, k, os.path.join(d, "g.csv")))
+    return Case("crossbar op (YAML device)", f"{r}x{k}", "op", make, False, note, anasim_yaml=True, ngspice=ngspice)
+
+
 def cases(a):
     anasim = a.anasim
     c = []
     for r, k, q in [(64, 16, True), (128, 32, False), (256, 64, False)]:
         c.append(deck_case("crossbar op", f"{r}x{k}", "op", lambda r=r, k=k: crossbar_deck(r, k), q))
-    for r, k, q in [(32, 8, True), (64, 16, False)]:
+    c.append(deck_case("crossbar op", "784x128", "op", lambda: crossbar_deck(784, 128), False))
+    c.append(deck_case("crossbar op", "512x512", "op", lambda: crossbar_deck(512, 512), False,
+                       "R and E deck of 786,944 elements"))
+    c.append(crossbar_yaml_case(512, 512, True, "anasim reads the YAML crossbar device, ngspice the R and E deck"))
+    c.append(crossbar_yaml_case(1024, 1024, a.big_ngspice,
+                                "1 ohm wires, 2.1 M unknowns; ngspice on the 3.1 M-element R and E deck only with "
+                                "--big-ngspice"))
+    for r, k, q in [(32, 8, True), (64, 16, False), (256, 256, False)]:
         c.append(deck_case("crossbar tran", f"{r}x{k}", "tran",
                            lambda r=r, k=k: crossbar_deck(r, k, cwire=10e-15, cf=1e-12, pulse=XBAR_PULSE,
                                                           analysis=".tran 20p 20n"), q,
-                           "10 fF per wire node, 1 pF TIA feedback, PULSE rows"))
+                           "10 fF per wire node, 1 pF TIA feedback, PULSE rows, 1,000 output steps"))
     for n, q in [(200, True), (1000, False)]:
         c.append(deck_case("RC ladder tran", f"{n} sections", "tran", lambda n=n: rc_ladder_deck(n), q))
     for n, q in [(100_000, True), (1_000_000, False)]:
@@ -86,20 +105,32 @@ def cases(a):
 
 def run_timed(cmd, runs):
     """Runs cmd up to `runs` times (once if the first run takes over ONE_RUN_ABOVE s). Returns (wall times,
-    CPU times (user + sys of the child), last CompletedProcess); raises on a non-zero exit."""
-    walls, cpus, proc = [], [], None
+    CPU times (user + sys of the child), peak resident memory [MB] of the child (largest over the runs), last
+    CompletedProcess); raises on a non-zero exit."""
+    walls, cpus, rss, proc = [], [], 0.0, None
+    # The peak resident memory comes from GNU time (%M, kB) when installed: a child forked from this Python
+    # process counts Python's own ~17 MB in its ru_maxrss, one forked from `time` does not.
+    gnu_time = os.path.exists("/usr/bin/time")
     for i in range(runs):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        walls.append(time.perf_counter() - t0)
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+                tempfile.NamedTemporaryFile("r") as mem:
+            run = ["/usr/bin/time", "-f", "%M", "-o", mem.name] + cmd if gnu_time else cmd
+            t0 = time.perf_counter()
+            child = subprocess.Popen(run, stdout=out, stderr=err, text=True)
+            _, status, ru = os.wait4(child.pid, 0)  # this child's rusage, with its own children's
+            walls.append(time.perf_counter() - t0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0), err.seek(0)
+            proc = subprocess.CompletedProcess(cmd, child.returncode, out.read(), err.read())
+            kb = mem.read().strip().splitlines()[-1:] if gnu_time else [str(ru.ru_maxrss)]  # kB on Linux
+        cpus.append(ru.ru_utime + ru.ru_stime)
+        if kb and kb[0].isdigit():
+            rss = max(rss, int(kb[0]) / 1024.0)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         if walls[0] > ONE_RUN_ABOVE:
             break
-    return walls, cpus, proc
+    return walls, cpus, rss, proc
 
 
 def add_klu(deck):
@@ -173,34 +204,47 @@ def run_case(case, a, root):
     d = os.path.join(root, re.sub(r"[^a-z0-9]+", "_", f"{case.circuit} {case.size}".lower()).strip("_"))
     os.makedirs(d, exist_ok=True)
     deck, yaml_src = case.make(d)
-    if a.klu:
+    if a.klu and deck:
         add_klu(deck)
     row = {"circuit": case.circuit, "size": case.size, "kind": case.kind, "note": case.note, "deck": deck}
     # ngspice
     raw = os.path.join(d, "ngspice.raw")
-    walls, cpus, _ = run_timed([a.ngspice, "-b", "-r", raw, deck], a.runs)
-    row.update(ngspice_s=statistics.median(walls), ngspice_runs=walls, ngspice_cpu_s=statistics.median(cpus))
+    if case.ngspice:
+        walls, cpus, rss, _ = run_timed([a.ngspice, "-b", "-r", raw, deck], a.runs)
+        row.update(ngspice_s=statistics.median(walls), ngspice_runs=walls, ngspice_cpu_s=statistics.median(cpus),
+                   ngspice_mb=rss)
     # anasim reads the same deck; if it cannot (an exported deck with constructs its SPICE reader lacks), it
     # reads the YAML source the deck was exported from, and the row says so
     csvdir = os.path.join(d, "anasim_csv")
     out = ["--csv", csvdir] if a.anasim_output == "csv" else ["-o", os.path.join(d, "anasim.h5")]
-    anasim_input = deck
+    anasim_input = yaml_src if case.anasim_yaml else deck
     try:
-        walls, cpus, p = run_timed([a.anasim, "run", deck] + out, a.runs)
+        walls, cpus, rss, p = run_timed([a.anasim, "run", anasim_input] + out, a.runs)
     except RuntimeError as e:
-        if not (yaml_src and "failed (2)" in str(e)):
+        if not (yaml_src and anasim_input == deck and "failed (2)" in str(e)):
             raise
         first = next((l for l in str(e).splitlines() if "error: " in l), "").split(" (known:")[0]
         row["note"] += f"; anasim ran the YAML source: it rejects its own exported deck ({first.split('error: ')[-1]})"
         anasim_input = yaml_src
-        walls, cpus, p = run_timed([a.anasim, "run", yaml_src] + out, a.runs)
-    row.update(anasim_s=statistics.median(walls), anasim_runs=walls, anasim_cpu_s=statistics.median(cpus))
+        walls, cpus, rss, p = run_timed([a.anasim, "run", yaml_src] + out, a.runs)
+    row.update(anasim_s=statistics.median(walls), anasim_runs=walls, anasim_cpu_s=statistics.median(cpus),
+               anasim_mb=rss)
     row["unknowns"] = unknowns_of(p.stdout)
+    m = re.search(r"KCL residual\s+([\d.eE+-]+)", p.stdout)
+    if m:
+        row["kcl_residual_A"] = float(m.group(1))
     row["anasim_input"] = anasim_input
     if a.anasim_output != "csv":  # one more run for the comparison, untimed
         p = subprocess.run([a.anasim, "run", anasim_input, "--csv", csvdir], capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(f"anasim run {anasim_input} --csv failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    if not case.ngspice:  # anasim alone: it must run, and its KCL residual (when printed) must be tiny
+        row.update(ratio=None, cpu_ratio=None, max_diff=row.get("kcl_residual_A"), tolerance=1e-12, compared=0,
+                   missing=0, worst_signal="")
+        row["ok"] = row.get("kcl_residual_A") is None or row["kcl_residual_A"] <= 1e-12
+        if not a.keep:
+            shutil.rmtree(csvdir, ignore_errors=True)
+        return row
     row["ratio"] = row["ngspice_s"] / row["anasim_s"]
     row["cpu_ratio"] = row["ngspice_cpu_s"] / max(row["anasim_cpu_s"], 1e-6)
     c = compare(case.kind, raw, csvdir)
@@ -374,26 +418,37 @@ def fmt_time(s, runs):
 
 
 def table_rows(rows):
-    head = ["circuit", "size", "unknowns", "ngspice [s]", "anasim [s]", "ratio", "CPU ratio", "max diff", "limit", "ok"]
+    head = ["circuit", "size", "unknowns", "ngspice [s]", "anasim [s]", "ratio", "CPU ratio", "max diff", "limit", "ok",
+            "ngspice MB", "anasim MB"]
     out = [head]
+    def mb(r, who):
+        return f"{r[who + '_mb']:.0f}" if r.get(who + "_mb") is not None else "-"
     for r in rows:
         if r["kind"] == "todo":
-            out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", r["note"], "-", "-"])
+            out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", r["note"], "-", "-", "-", "-"])
             continue
         if r["kind"] == "throughput":
             ng = r.get("ngspice_s_per_image")
             ngs = "-" if ng is None else (f">{ng:.0f}" if r.get("ngspice_timed_out") else f"{ng:.3g}")
             ratio = "-" if r.get("ratio") is None else (">" if r.get("ngspice_timed_out") else "") + f"{r['ratio']:.0f}x"
             out.append([r["circuit"], r["size"] + " (s per image)", str(r["unknowns"]), ngs,
-                        f"{r['fast_s_per_image']:.3g}", ratio, "-", f"{r['images_per_s_fast']:.0f} images/s", "-", "yes"])
+                        f"{r['fast_s_per_image']:.3g}", ratio, "-", f"{r['images_per_s_fast']:.0f} images/s", "-", "yes",
+                        "-", "-"])
             continue
         if "error" in r:
-            out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", "error: " + r["error"].splitlines()[0][:60], "-", "FAIL"])
+            out.append([r["circuit"], r["size"], "-", "-", "-", "-", "-", "error: " + r["error"].splitlines()[0][:60], "-", "FAIL",
+                        "-", "-"])
+            continue
+        if r.get("ngspice_s") is None:  # anasim alone: the KCL residual stands in for the comparison
+            res = "-" if r.get("kcl_residual_A") is None else f"KCL {r['kcl_residual_A']:.2g} A"
+            out.append([r["circuit"], r["size"], str(r["unknowns"]), "-", fmt_time(r["anasim_s"], r["anasim_runs"]),
+                        "-", "-", res, "1e-12 A", "yes" if r["ok"] else "NO", "-", mb(r, "anasim")])
             continue
         unit = " V" if r["kind"] == "op" else " rel"
         out.append([r["circuit"], r["size"], str(r["unknowns"]), fmt_time(r["ngspice_s"], r["ngspice_runs"]),
                     fmt_time(r["anasim_s"], r["anasim_runs"]), f"{r['ratio']:.1f}x", f"{r['cpu_ratio']:.1f}x",
-                    f"{r['max_diff']:.2g}{unit}", f"{r['tolerance']:g}{unit}", "yes" if r["ok"] else "NO"])
+                    f"{r['max_diff']:.2g}{unit}", f"{r['tolerance']:g}{unit}", "yes" if r["ok"] else "NO",
+                    mb(r, "ngspice"), mb(r, "anasim")])
     return out
 
 
@@ -452,6 +507,8 @@ def main():
     ap.add_argument("--data", help="MNIST IDX directory for the MNIST rows (default: $ANASIM_DATA, ../shared/mnist)")
     ap.add_argument("--nn-ngspice-timeout", type=float, default=1800,
                     help="time limit [s] of ngspice on one image of the 784-128-10 deck (0: skip; default 1800)")
+    ap.add_argument("--big-ngspice", action="store_true",
+                    help="also run ngspice on the 1024x1024 crossbar's R and E deck (3.1 M elements)")
     ap.add_argument("--keep", help="keep decks and results in this directory (default: a temporary one, removed)")
     a = ap.parse_args()
     a.anasim = os.path.abspath(a.anasim)
@@ -499,7 +556,8 @@ def main():
     with open(a.json, "w") as f:
         json.dump({"meta": meta, "results": rows}, f, indent=1)
     cols = ["circuit", "size", "kind", "unknowns", "ngspice_s", "anasim_s", "ratio", "ngspice_cpu_s", "anasim_cpu_s",
-            "cpu_ratio", "max_diff", "tolerance", "worst_signal", "compared", "ok", "ngspice_runs", "anasim_runs", "note"]
+            "cpu_ratio", "max_diff", "tolerance", "worst_signal", "compared", "ok", "ngspice_mb", "anasim_mb",
+            "kcl_residual_A", "ngspice_runs", "anasim_runs", "note"]
     with open(a.csv, "w", newline="") as f:
         w = sb.csv.writer(f)
         w.writerow(cols)

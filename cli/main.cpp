@@ -77,6 +77,10 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
     fmt::print("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10.4f}\n", a.group, a.stats.timepoints,
                a.stats.newton_iterations, a.stats.factorizations, a.stats.refactorizations, a.stats.rejected,
                a.stats.seconds);
+  for (const auto& a : r.analyses)
+    if (a.stats.kcl_residual >= 0)
+      fmt::print("  {:<8} KCL residual {:.3g} A (largest over the node rows of the solution), sparse LU {}\n",
+                 a.group, a.stats.kcl_residual, a.stats.multifrontal ? "UMFPACK" : "KLU");
   for (const auto& a : r.analyses) {  // .meas results, as ngspice prints them (name = value)
     if (a.measures.empty()) continue;
     fmt::print("  {} measurements:\n", a.group);

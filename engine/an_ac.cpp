@@ -39,6 +39,7 @@ Status run_ac(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   res.sweep_unit = "Hz";
   for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {}, {}});
   SparseLU<cplx> lu;
+  lu.set_solver(fn.options.solver);
   lu.analyze(c.n(), c.Ap().data(), c.Ai().data());
   std::vector<cplx> A(c.nnz() + 1), b(c.n() + 1);
   AcLoadContext ctx;

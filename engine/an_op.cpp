@@ -82,6 +82,7 @@ Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   rec.record(s.x().data(), 0.0);
   res.stats = s.stats();
   res.stats.timepoints = 1;
+  res.stats.kcl_residual = s.kcl_residual();
   res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {};
 }

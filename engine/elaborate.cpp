@@ -158,12 +158,15 @@ class Elaborator {
       const std::string m = to_lower(text);
       pv.given[i] = 1;
       pv.loc[i] = a.loc;
-      if (spec.kind == ParamKind::Text) {  // method, with its other spellings
+      if (spec.kind == ParamKind::Text) {  // method (with its other spellings) and solver
         if (m == "trapezoidal") text = "trap";
         else if (m == "gear2" || m == "bdf2") text = "gear";
         else if (m == "be") text = "euler";
-        if (choice_index(spec, text) < 0)
+        if (choice_index(spec, text) < 0 && std::string(spec.name) == "method")
           return Status::input(fmt::format("unknown integration method '{}'; expected trap, gear or euler", text),
+                               a.loc);
+        if (choice_index(spec, text) < 0)
+          return Status::input(fmt::format("unknown {} '{}'; expected one of {}", spec.name, text, spec.choices),
                                a.loc);
         pv.text()[i] = text;
         continue;
@@ -592,7 +595,11 @@ const ParamTable& option_table() {
       P("method").choices("euler|trap|gear").def(1).doc("integration method (trapezoidal, gear2, bdf2, be also read)")
           .bind<&O::method>(),
       P("maxord").def(2).range(1, 2).doc("highest integration order").bind<&O::maxord>(),
-      P("klu").kind(ParamKind::Flag).def(1).range(0, 1).doc("KLU sparse solver").no_effect("anasim always uses KLU"),
+      P("klu").kind(ParamKind::Flag).def(1).range(0, 1).doc("KLU sparse solver (ngspice)")
+          .no_effect("anasim chooses its sparse LU by option solver"),
+      P("solver").choices("auto|klu|umfpack").def(0)
+          .doc("sparse LU: auto (KLU, or UMFPACK with METIS ordering for large matrices that fill in), klu, umfpack")
+          .bind<&O::solver>(),
       P("power").kind(ParamKind::Flag).def(0).range(0, 1).doc("power probes in every op, dc and tran")
           .bind<&O::power>(),
       P("maxdevices").def(10e6).range(1, 1e9).doc("device limit after subcircuit expansion").bind<&O::maxdevices>(),

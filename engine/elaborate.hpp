@@ -6,6 +6,7 @@
 #include <vector>
 #include "engine/analysis_type.hpp"
 #include "engine/device.hpp"
+#include "engine/linear_solver.hpp"
 #include "engine/netlist.hpp"
 #include "engine/param.hpp"
 
@@ -36,7 +37,8 @@ struct Options {
   int itl4 = 10;            // transient Newton iteration limit per step
   Integration method = Integration::Trapezoidal;
   int maxord = 2;
-  bool klu = true;          // accepted for ngspice compatibility (anasim always uses KLU)
+  bool klu = true;          // accepted for ngspice compatibility (the sparse LU is chosen by `solver`)
+  LinearSolver solver = LinearSolver::Auto;  // sparse LU of the MNA matrix (engine/sparse_lu.hpp)
   bool power = false;       // power probes p(...) (and e(...) in tran) in every op, dc and tran (.options power)
   long maxdevices = 10'000'000;  // devices after subcircuit expansion (a fan-out stops here with a message)
   double temp = 27.0;       // [C] circuit temperature (.temp, .options temp)

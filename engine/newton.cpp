@@ -14,6 +14,7 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   b_.assign(n + 1, 0.0);
   x_.assign(n + 1, 0.0);
   xnew_.assign(n + 1, 0.0);
+  lu_.set_solver(opt.solver);
   lu_.analyze(n, c.Ap().data(), c.Ai().data());
   ctx_.A = A_.data();
   ctx_.b = b_.data();
@@ -245,12 +246,26 @@ Status NewtonSolver::dc_strategy(const std::vector<double>& x0, bool from_previo
   return fail;
 }
 
+double NewtonSolver::kcl_residual() const {
+  const int n = c_.n();
+  const auto& Ap = c_.Ap();
+  const auto& Ai = c_.Ai();
+  std::vector<double> r(b_.begin(), b_.begin() + n);
+  for (int j = 0; j < n; ++j)
+    for (int p = Ap[j]; p < Ap[j + 1]; ++p) r[Ai[p]] -= A_[p] * x_[j];
+  double worst = 0.0;
+  for (int i = 0; i < n; ++i)
+    if (c_.unknowns()[i].is_node) worst = std::max(worst, std::fabs(r[i]));
+  return worst;
+}
+
 SolverStats NewtonSolver::stats() const {
   SolverStats s;
   s.newton_iterations = iterations_;
   s.factorizations = lu_.factorizations();
   s.refactorizations = lu_.refactorizations();
   s.solves = lu_.solves();
+  s.multifrontal = lu_.solver() == LinearSolver::Umfpack;
   return s;
 }
 

@@ -47,6 +47,10 @@ class NewtonSolver {
   bool solve_last(double* r);
 
   SolverStats stats() const;
+  // [A] Largest |sum_j A_ij x_j - b_i| over the node rows i (Kirchhoff's current law) of the last loaded system
+  // at x(): for a linear circuit the KCL residual of the solution itself, for a nonlinear one that of the last
+  // Newton linearization. O(nnz).
+  double kcl_residual() const;
   long newton_iterations() const { return iterations_; }
 
  private:

@@ -1,5 +1,6 @@
 // Analysis results: one table per analysis (sweep variable + one column per signal) and solver statistics.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,14 @@ struct SolverStats {
   long timepoints = 0;          // accepted timepoints (tran) / sweep points (dc, ac)
   long rejected = 0;            // rejected timesteps (tran)
   double seconds = 0.0;         // wall time of the analysis [s]
+  double kcl_residual = -1.0;   // [A] op: largest |A x - b| over the node (KCL) rows of the last linear system
+                                // at the solution (NewtonSolver::kcl_residual); -1 = not computed
+  bool multifrontal = false;    // the sparse LU was UMFPACK's (solver auto or umfpack), not KLU's
   void add(const SolverStats& o) {
     newton_iterations += o.newton_iterations; factorizations += o.factorizations;
     refactorizations += o.refactorizations; solves += o.solves; timepoints += o.timepoints;
-    rejected += o.rejected; seconds += o.seconds;
+    rejected += o.rejected; seconds += o.seconds; kcl_residual = std::max(kcl_residual, o.kcl_residual);
+    multifrontal = multifrontal || o.multifrontal;
   }
 };
 

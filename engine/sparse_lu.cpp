@@ -524,12 +524,26 @@ int SparseLU<T>::separator_size() const {
 }
 
 template <class T>
+bool SparseLU<T>::prefers_multifrontal(int n, const int* Ap, const int* Ai) {
+  if (n < kMultifrontalMinUnknowns) return false;
+  double lnz = 0, flops = 0;
+  return amd_fill_estimate(n, Ap, Ai, lnz, flops) && flops >= kMultifrontalMinFlops;
+}
+
+template <class T>
 bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
   split_.reset();
+  umfpack_.reset();
   factored_ = false;
+  if (solver_ == LinearSolver::Umfpack || (solver_ == LinearSolver::Auto && prefers_multifrontal(n, Ap, Ai))) {
+    umfpack_ = std::make_unique<UmfpackLU<T>>();
+    split_pending_ = whole_analyzed_ = false;
+    if (umfpack_->analyze(n, Ap, Ai)) return true;
+    umfpack_.reset();  // rejected (or out of memory): KLU
+  }
   split_pending_ = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&
                    omp_get_max_threads() >= 2 && !omp_in_parallel();
   whole_analyzed_ = false;
@@ -550,6 +564,10 @@ bool SparseLU<T>::factor_whole(const T* Ax) {
 
 template <class T>
 bool SparseLU<T>::factor(const T* Ax) {
+  if (umfpack_) {
+    if (umfpack_->factor(Ax)) return factored_ = true;
+    umfpack_.reset();  // fall back for good: KLU decides (and names a singular unknown)
+  }
   if constexpr (std::is_same_v<T, double>) {
     if (split_pending_) {
       split_pending_ = false;
@@ -570,6 +588,10 @@ bool SparseLU<T>::factor(const T* Ax) {
 template <class T>
 void SparseLU<T>::solve(T* b) {
   ++n_solve_;
+  if (umfpack_) {
+    umfpack_->solve(b);
+    return;
+  }
   if constexpr (std::is_same_v<T, double>) {
     if (split_) {
       split_->solve(b);

@@ -19,11 +19,22 @@
 // diagonal separator) 0.019 -> 0.022 s, hence the threshold.
 // Orderings measured on that deck: METIS nested dissection halves the flops (5.8e7 vs 1.5e8) but costs
 // 0.12-0.14 s itself; COLAMD gives twice the flops of AMD.
+//
+// Solver choice (LinearSolver, .options solver): KLU is a left-looking LU without dense kernels, right for
+// circuit matrices whose factors stay sparse. On a large grid-like matrix (a crossbar of 10^5..10^6 unknowns)
+// the factors fill in to long columns, and UMFPACK's multifrontal LU on a nested-dissection ordering (dense
+// fronts through BLAS, O(n^1.5) work on a 2-D grid) is the right tool. Auto measures the fill of the ordering
+// KLU would use (AMD) on matrices of at least kMultifrontalMinUnknowns unknowns and takes UMFPACK when the LU
+// work exceeds kMultifrontalMinFlops multiply-subtract pairs: the METIS ordering costs about what KLU's
+// whole factorization of the 256x64 crossbar deck does (0.12 s against 0.11 s, 1.5e8 pairs), so UMFPACK
+// only pays where the factorization is several times that.
 #pragma once
 #include <complex>
 #include <memory>
 #include <vector>
 #include <klu.h>
+#include "engine/linear_solver.hpp"
+#include "engine/umfpack_lu.hpp"
 
 namespace anasim {
 
@@ -80,23 +91,37 @@ class SparseLU {
  public:
   // Unknowns from which a real system is split in two halves when two threads are available.
   static constexpr int kSplitMinUnknowns = 12000;
+  // Auto takes UMFPACK from this many unknowns, if AMD's LU work is at least kMultifrontalMinFlops
+  // multiply-subtract pairs (see the file comment).
+  static constexpr int kMultifrontalMinUnknowns = 20000;
+  static constexpr double kMultifrontalMinFlops = 1e9;
 
   SparseLU();
   ~SparseLU();
   SparseLU(const SparseLU&) = delete;
   SparseLU& operator=(const SparseLU&) = delete;
 
+  // Which solver analyze() uses (default Auto); takes effect at the next analyze().
+  void set_solver(LinearSolver s) { solver_ = s; }
+  // Auto's choice for pattern (n, Ap, Ai): whether UMFPACK's factorization is worth it (see the file comment).
+  static bool prefers_multifrontal(int n, const int* Ap, const int* Ai);
+  // The solver the last analyze() chose: Klu or Umfpack.
+  LinearSolver solver() const { return umfpack_ ? LinearSolver::Umfpack : LinearSolver::Klu; }
   // Symbolic analysis of an n x n CSC pattern (Ap size n+1, Ai size nnz). Arrays must outlive this object.
-  // Returns false if KLU rejects the pattern.
+  // Returns false if KLU (or UMFPACK) rejects the pattern.
   bool analyze(int n, const int* Ap, const int* Ai);
-  // Numeric factorization of values Ax (size nnz). Reuses the pivot order (klu_refactor) when possible.
-  // Returns false if the matrix is singular; singular_unknown() then names the column (unknown).
+  // Numeric factorization of values Ax (size nnz). Reuses the pivot order (klu_refactor) when possible
+  // (UMFPACK: the symbolic analysis). Returns false if the matrix is singular; singular_unknown() then names
+  // the column (unknown), from a KLU factorization of the matrix when UMFPACK found it singular.
   bool factor(const T* Ax);
   // Solves A x = b in place (b size n).
   void solve(T* b);
   int singular_unknown() const { return whole_.singular_unknown(); }
-  // Factorizations so far: KLU calls on the whole matrix plus two-half factorizations (one each).
-  long factorizations() const { return n_factor_ + whole_.factorizations(); }
+  // Factorizations so far: KLU calls on the whole matrix plus two-half factorizations (one each), plus
+  // UMFPACK numeric factorizations.
+  long factorizations() const {
+    return n_factor_ + whole_.factorizations() + (umfpack_ ? umfpack_->factorizations() : 0);
+  }
   long refactorizations() const { return n_refactor_ + whole_.refactorizations(); }
   long solves() const { return n_solve_; }
   bool factored() const { return factored_; }
@@ -117,6 +142,8 @@ class SparseLU {
   std::unique_ptr<SplitLU> split_;
   bool split_pending_ = false;  // try to split at the first factor (needs the values for zero diagonals)
   bool allow_split_ = true;
+  LinearSolver solver_ = LinearSolver::Auto;
+  std::unique_ptr<UmfpackLU<T>> umfpack_;  // set when UMFPACK was chosen
   bool factored_ = false;
   long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;  // n_factor_, n_refactor_: two-half factorizations
 };

@@ -1,8 +1,11 @@
 // SparseLU: the two-half split (two KLU factorizations on two threads and a dense separator system) against
 // one KLU factorization of the whole matrix, on MNA-like matrices with branch-current unknowns (zero
-// diagonals) in the halves and next to the separator; refactorization; fallback on a singular matrix.
+// diagonals) in the halves and next to the separator; refactorization; fallback on a singular matrix. The solver
+// choice: UMFPACK against KLU, auto's choice, and a crossbar's KCL residual and column currents against long double.
 #include <doctest/doctest.h>
 #include <cmath>
+#include <complex>
+#include <fmt/format.h>
 #include <omp.h>
 #include <vector>
 #include <Eigen/Sparse>
@@ -246,6 +249,176 @@ TEST_CASE("sparse LU: op and transient of a large nonlinear circuit agree split 
     double dt = 0;
     for (size_t i = 0; i < a.sweep.size(); ++i) dt = std::max(dt, std::abs(a.sweep[i] - b.sweep[i]));
     INFO("analysis " << a.kind << ", largest time difference " << dt << " s of " << a.sweep.size() << " points");
+    CHECK(worst < 1e-9);
+  }
+}
+
+// ---- solver choice: UMFPACK (multifrontal, METIS ordering) against KLU --------------------------------------
+
+TEST_CASE("sparse LU: UMFPACK solves what KLU solves, real and complex, and refactors with new values") {
+  const Csc A = mna_grid(60, 40, 1e-2);
+  std::vector<double> b(A.rows(), 0.0);
+  for (int k = 0; k < 40; ++k) b[60 * 40 + k] = 0.1 + 0.01 * k;
+  b[777] = 1e-3;
+  SparseLU<double> klu, umf;
+  klu.set_solver(LinearSolver::Klu);
+  umf.set_solver(LinearSolver::Umfpack);
+  const auto xk = solve_with(klu, A, b, false);
+  const auto xu = solve_with(umf, A, b, false);
+  CHECK(klu.solver() == LinearSolver::Klu);
+  CHECK(umf.solver() == LinearSolver::Umfpack);
+  CHECK(max_rel_diff(xk, xu) < 1e-11);
+  Eigen::Map<const Eigen::VectorXd> xs(xu.data(), A.rows()), bs(b.data(), A.rows());
+  CHECK((A * xs - bs).norm() / bs.norm() < 1e-13);
+  // new values on the same pattern: the symbolic analysis is kept
+  const Csc A2 = mna_grid(60, 40, 3e-2);
+  REQUIRE(umf.factor(A2.valuePtr()));
+  REQUIRE(klu.factor(A2.valuePtr()));
+  std::vector<double> x1 = b, x2 = b;
+  umf.solve(x1.data());
+  klu.solve(x2.data());
+  CHECK(umf.factorizations() == 2);
+  CHECK(max_rel_diff(x2, x1) < 1e-11);
+  // complex values (AC): the same pattern with i*omega*C on the diagonal
+  using cplx = std::complex<double>;
+  std::vector<cplx> az(A.nonZeros()), bz(A.rows());
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
+      az[p] = {A.valuePtr()[p], A.innerIndexPtr()[p] == c ? 1e-4 : 0.0};
+  for (size_t k = 0; k < bz.size(); ++k) bz[k] = {b[k], 0.5 * b[k]};
+  SparseLU<cplx> zk, zu;
+  zk.set_solver(LinearSolver::Klu);
+  zu.set_solver(LinearSolver::Umfpack);
+  std::vector<cplx> yk = bz, yu = bz;
+  for (auto* lu : {&zk, &zu}) {
+    REQUIRE(lu->analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+    REQUIRE(lu->factor(az.data()));
+  }
+  zk.solve(yk.data());
+  zu.solve(yu.data());
+  double worst = 0, big = 0;
+  for (size_t k = 0; k < yk.size(); ++k) {
+    worst = std::max(worst, std::abs(yk[k] - yu[k]));
+    big = std::max(big, std::abs(yk[k]));
+  }
+  CHECK(worst / big < 1e-11);
+}
+
+TEST_CASE("sparse LU: UMFPACK names a singular unknown through KLU") {
+  Csc A = mna_grid(60, 40, 1e-2);
+  const int dead = 1234;
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (Csc::InnerIterator it(A, c); it; ++it)
+      if (it.row() == dead || it.col() == dead) it.valueRef() = 0.0;
+  SparseLU<double> lu;
+  lu.set_solver(LinearSolver::Umfpack);
+  REQUIRE(lu.analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+  CHECK_FALSE(lu.factor(A.valuePtr()));
+  CHECK(lu.singular_unknown() >= 0);
+  CHECK_FALSE(lu.factored());
+}
+
+TEST_CASE("sparse LU: auto keeps KLU for small and chain-like matrices, takes UMFPACK for a large grid") {
+  SparseLU<double> small;
+  const Csc A = mna_grid(60, 40, 1e-2);
+  REQUIRE(small.analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+  CHECK(small.solver() == LinearSolver::Klu);
+  // a 420 x 420 grid (177,240 unknowns) fills in: AMD's LU work (1.2e9 multiply-subtract pairs) is above the
+  // threshold; a 300 x 300 grid (4.6e8) is not
+  const Csc G = mna_grid(420, 420, 1e-2);
+  CHECK(SparseLU<double>::prefers_multifrontal(G.rows(), G.outerIndexPtr(), G.innerIndexPtr()));
+  const Csc G3 = mna_grid(300, 300, 1e-2);
+  CHECK_FALSE(SparseLU<double>::prefers_multifrontal(G3.rows(), G3.outerIndexPtr(), G3.innerIndexPtr()));
+  // a 1 x 90,000 chain (an RC ladder's pattern) does not: KLU
+  const Csc L = mna_grid(90000, 1, 1e-2);
+  SparseLU<double> chain;
+  REQUIRE(chain.analyze(L.rows(), L.outerIndexPtr(), L.innerIndexPtr()));
+  CHECK(chain.solver() == LinearSolver::Klu);
+}
+
+namespace {
+// A rows x cols crossbar of 1 ohm wire segments read out by VCVS transimpedance amplifiers (the circuit of
+// bench/gen_crossbar.py) with conductances g(i, j) and row voltages v(i) from closed formulas.
+double xbar_g(int i, int j) { return 1e-6 + 99e-6 * ((i * 37 + j * 101) % 97) / 96.0; }
+double xbar_v(int i) { return 0.1 + 0.1 * ((i * 13) % 17) / 16.0; }
+constexpr double kXbarGain = 1e5, kXbarRf = 1e3, kXbarRw = 1.0;
+
+std::string xbar_deck(int R, int C, const char* solver) {
+  std::string d = "* crossbar\n";
+  auto rn = [](int i, int j) { return fmt::format("r{}_{}", i, j); };
+  auto cn = [](int i, int j) { return fmt::format("c{}_{}", i, j); };
+  for (int i = 0; i < R; ++i) {
+    d += fmt::format("v{} rin{} 0 dc {:.17g}\n", i, i, xbar_v(i));
+    for (int j = 0; j < C; ++j) {
+      d += fmt::format("rw{} {} {} {}\n", rn(i, j), j == 0 ? fmt::format("rin{}", i) : rn(i, j - 1), rn(i, j), kXbarRw);
+      d += fmt::format("rc{} {} {} {:.17g}\n", rn(i, j), rn(i, j), cn(i, j), 1.0 / xbar_g(i, j));
+      if (i + 1 < R) d += fmt::format("rv{} {} {} {}\n", cn(i, j), cn(i, j), cn(i + 1, j), kXbarRw);
+    }
+  }
+  for (int j = 0; j < C; ++j)
+    d += fmt::format("rt{0} {1} n{0} {2}\ne{0} out{0} 0 0 n{0} {3}\nrf{0} n{0} out{0} {4}\n", j, cn(R - 1, j),
+                     kXbarRw, kXbarGain, kXbarRf);
+  return d + fmt::format(".options solver={}\n.op\n.end\n", solver);
+}
+
+// Column currents (n_j -> out_j through rf) of that crossbar from its nodal equations assembled here, apart from
+// the engine (VCVS eliminated: v(out_j) = -gain v(n_j)), solved in long double by a sparse LDL^T.
+std::vector<long double> xbar_columns_long_double(int R, int C) {
+  using LD = long double;
+  const int nr = R * C, n = 2 * nr + C;
+  auto r = [&](int i, int j) { return i * C + j; };
+  auto c = [&](int i, int j) { return nr + i * C + j; };
+  auto nj = [&](int j) { return 2 * nr + j; };
+  std::vector<Eigen::Triplet<LD>> t;
+  Eigen::Matrix<LD, Eigen::Dynamic, 1> rhs = Eigen::Matrix<LD, Eigen::Dynamic, 1>::Zero(n);
+  auto g2 = [&](int a, int b, LD g) {
+    t.emplace_back(a, a, g);
+    t.emplace_back(b, b, g);
+    t.emplace_back(a, b, -g);
+    t.emplace_back(b, a, -g);
+  };
+  const LD gw = 1.0L / kXbarRw;
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      if (j == 0) {
+        t.emplace_back(r(i, 0), r(i, 0), gw);
+        rhs[r(i, 0)] += gw * static_cast<LD>(xbar_v(i));
+      } else {
+        g2(r(i, j - 1), r(i, j), gw);
+      }
+      g2(r(i, j), c(i, j), 1.0L / static_cast<LD>(1.0 / xbar_g(i, j)));  // the deck's resistance, inverted
+      g2(c(i, j), i + 1 < R ? c(i + 1, j) : nj(j), gw);
+    }
+  for (int j = 0; j < C; ++j) t.emplace_back(nj(j), nj(j), (1.0L + kXbarGain) / kXbarRf);
+  Eigen::SparseMatrix<LD> A(n, n);
+  A.setFromTriplets(t.begin(), t.end());
+  Eigen::SimplicialLDLT<Eigen::SparseMatrix<LD>> ldlt(A);
+  REQUIRE(ldlt.info() == Eigen::Success);
+  Eigen::Matrix<LD, Eigen::Dynamic, 1> x = ldlt.solve(rhs);
+  for (int k = 0; k < 2; ++k) x += ldlt.solve(rhs - A * x);  // refinement in long double
+  std::vector<LD> col(C);
+  for (int j = 0; j < C; ++j) col[j] = (1.0L + kXbarGain) * x[nj(j)] / kXbarRf;
+  return col;
+}
+}  // namespace
+
+TEST_CASE("sparse LU: crossbar op with KLU and UMFPACK, KCL residual and column currents in long double") {
+  constexpr int R = 48, C = 32;
+  const auto ref = xbar_columns_long_double(R, C);
+  for (const char* solver : {"klu", "umfpack", "auto"}) {
+    INFO("solver " << solver);
+    const RunResults r = anasim::test::run_deck(xbar_deck(R, C, solver));
+    const SolverStats& st = r.analyses[0].stats;
+    CHECK(st.multifrontal == (std::string(solver) == "umfpack"));
+    CHECK(st.kcl_residual >= 0);
+    CHECK(st.kcl_residual < 1e-12);
+    double worst = 0;
+    for (int j = 0; j < C; ++j) {
+      const double vn = anasim::test::signal(r, 0, fmt::format("v(n{})", j)).re[0];
+      const double vo = anasim::test::signal(r, 0, fmt::format("v(out{})", j)).re[0];
+      const double i = (vn - vo) / kXbarRf;
+      worst = std::max(worst, static_cast<double>(std::fabs((i - ref[j]) / ref[j])));
+    }
     CHECK(worst < 1e-9);
   }
 }
