@@ -52,9 +52,10 @@ double interp(const std::vector<double>& xs, const std::vector<double>& ys, doub
 // Differences found between anasim and ngspice on one deck, each naming the deck, analysis and signal.
 using Differences = std::vector<std::string>;
 
-// Compares analysis a with ngspice plot n; appends every difference to diffs. same_sets: the signal sets must be
-// equal too (the suite's decks, where .save decides them; a public deck's ngspice has internal signals of its own).
-void compare(const std::string& deck, const AnalysisResult& a, const RawPlot& n, bool same_sets, Differences& diffs) {
+// Compares analysis a with ngspice plot n; appends every difference to diffs and returns the number of signals
+// compared. same_sets: the signal sets must be equal too (the suite's decks, where .save decides them; a public
+// deck's ngspice has internal signals of its own).
+int compare(const std::string& deck, const AnalysisResult& a, const RawPlot& n, bool same_sets, Differences& diffs) {
   const int first = a.kind == "op" ? 0 : 1;
   const int np = n.points();
   std::set<std::string> theirs, ours;
@@ -65,11 +66,13 @@ void compare(const std::string& deck, const AnalysisResult& a, const RawPlot& n,
                                 fmt::join(theirs, " ")));
   if ((a.kind == "dc" || a.kind == "ac") && a.rows() != np) {
     diffs.push_back(fmt::format("{} {}: {} rows, ngspice {}", deck, a.group, a.rows(), np));
-    return;
+    return 0;
   }
+  int compared = 0;
   for (const auto& s : a.signals) {
     const int k = n.find(test::ngspice_signal_name(s.name));
     if (k < first) continue;
+    ++compared;
     const double floor = s.unit == "A" ? 1e-12 : 1e-9;
     double worst = 0;
     int at = 0;
@@ -99,6 +102,7 @@ void compare(const std::string& deck, const AnalysisResult& a, const RawPlot& n,
     }
     if (!(worst <= 1.0)) diffs.push_back(fmt::format("{} {} {}: err/tol {} at point {}", deck, a.group, s.name, worst, at));
   }
+  return compared;
 }
 
 // A .meas result as ngspice prints it: the value and half a unit of its last printed digit.
@@ -163,6 +167,7 @@ struct DeckOutcome {
   std::string blocked;        // anasim's error when it stopped (parse, elaboration or simulation), else empty
   std::string ngspice_error;  // set when ngspice failed or wrote no plot: nothing to compare with
   Differences differences;    // everything that differs: signals, signal sets, .meas results, warnings
+  int compared = 0;           // signals compared, over every analysis
 };
 
 // The warnings a deck lists in "* anasim-warns: <text>" lines, each to be given, and no other (check_warnings).
@@ -252,7 +257,7 @@ DeckOutcome run_deck(const fs::path& deck, bool suite) {
       out.differences.push_back(fmt::format("{}: no ngspice plot for {}", name, a.group));
       continue;
     }
-    compare(name, a, *same[same.size() - 1 - idx], suite, out.differences);
+    out.compared += compare(name, a, *same[same.size() - 1 - idx], suite, out.differences);
     compare_measures(name, a, measures, out.differences);
   }
   size_t ours = 0;
@@ -285,6 +290,25 @@ TEST_CASE("spice compat: tests/compat/*.cir against ngspice") {
       REQUIRE_MESSAGE(o.blocked.empty(), o.blocked);
       REQUIRE_MESSAGE(o.ngspice_error.empty(), o.ngspice_error);
       for (const std::string& d : o.differences) FAIL_CHECK(d);
+    }
+  }
+}
+
+TEST_CASE("spice compat: public ngspice decks (tests/compat/ngspice/) against ngspice") {
+  std::vector<fs::path> decks;
+  for (const auto& e : fs::directory_iterator(kCompatDir / "ngspice"))
+    if (e.path().extension() == ".cir" || e.path().extension() == ".sp" || e.path().extension() == ".deck")
+      decks.push_back(e.path());
+  std::sort(decks.begin(), decks.end());
+  CHECK(decks.size() >= 8);
+  REQUIRE_MESSAGE(test::ngspice_available(), "ngspice is not on PATH: the compatibility suite cannot run");
+  for (const auto& deck : decks) {
+    SUBCASE(deck.filename().string().c_str()) {
+      const DeckOutcome o = run_deck(deck, false);
+      REQUIRE_MESSAGE(o.blocked.empty(), o.blocked);
+      REQUIRE_MESSAGE(o.ngspice_error.empty(), o.ngspice_error);
+      for (const std::string& d : o.differences) FAIL_CHECK(d);
+      CHECK(o.compared > 0);
     }
   }
 }
