@@ -231,6 +231,7 @@ class SpiceParser {
     }
     for (size_t k = ifs_.size(); k-- > 0 && !too_many_errors();)
       err(ifs_[k].loc, "missing .endif for this .if");
+    check_saved_currents();
     if (save_all_) out_.outputs.clear();
     if (!out_.outputs.empty())  // a .save list keeps what .meas reads, as in ngspice
       for (std::string& sig : measure_signals(out_.measures))
@@ -334,6 +335,7 @@ class SpiceParser {
   };
   std::map<std::string, UserFunc> funcs_;
   bool save_all_ = false;  // .save all
+  std::vector<std::pair<std::string, SourceLoc>> saved_currents_;  // .save i(name): the name and where, for finish()
   int scratch_sub_ = -1;  // a duplicate .subckt being read but not kept; removed at its .ends
   bool in_control_ = false;
   NameIndex top_devices_;  // into out_.devices
@@ -1905,8 +1907,25 @@ class SpiceParser {
       const bool v = sig.rfind("v(", 0) == 0, cur = sig.rfind("i(", 0) == 0;
       if ((!v && !cur) || sig.find(',') != std::string::npos)
         return void(err(loc, fmt::format("{} {}: only v(<node>), i(<source>) and node names can be saved", card, sig)));
+      if (cur) saved_currents_.emplace_back(sig.substr(2, sig.size() - 3), loc);
       if (std::find(out_.outputs.begin(), out_.outputs.end(), sig) == out_.outputs.end())
         out_.outputs.push_back(std::move(sig));
+    }
+  }
+
+  // A .save i(name) of a top-level device without a branch current (R, C, D, G, F, I: ngspice 39 drops such a
+  // request without a word) is an error naming the device, at the request.
+  void check_saved_currents() {
+    for (const auto& [name, loc] : saved_currents_) {
+      const size_t k = top_devices_.find(name, names_of(out_.devices));
+      if (k == NameIndex::npos) continue;  // not a top-level device: the analysis says so, if nothing has it
+      const std::string& type = out_.devices[k].type;
+      if (type != "r" && type != "c" && type != "d" && type != "g" && type != "f" && type != "i") continue;
+      const DeviceType* dt = cat_.find(type);
+      err(loc, fmt::format("i({}): {} '{}' has no branch current to save (voltage sources, inductors, E and H "
+                           "sources and V= B sources have one; device parameters such as @{}[i] are not "
+                           "supported either); put a 0 V source in series to measure it",
+                           name, dt ? dt->long_name : type, name, name));
     }
   }
 

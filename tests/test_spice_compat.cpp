@@ -368,6 +368,8 @@ TEST_CASE("spice compat: located errors of the structure and output cards") {
       {"t\n.meas tran t1 avg v(a) bogus=1\n", "unexpected 'bogus'", 2},
       {"t\n.meas op t1 avg v(a)\n", "not supported", 2},
       {"t\n.save @r1[i]\n", "device parameters", 2},
+      {"t\n.save v(a) i(r1)\nr1 a 0 1k\n", "resistor 'r1' has no branch current to save", 2},
+      {"t\nd1 a 0 dm\n.model dm d\n.probe i(d1)\n", "diode 'd1' has no branch current", 4},
       {"t\n.save vdb(x)\n", "only v(<node>)", 2},
       {"t\n.subckt a p\n.subckt b q\n.ends b\n", "missing .ends for .subckt 'a'", 2},
   };
