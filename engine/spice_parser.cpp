@@ -333,7 +333,9 @@ class SpiceParser {
     std::string body;      // lower-case expression text
     SourceLoc loc;
   };
-  std::map<std::string, UserFunc> funcs_;
+  // .func definitions by scope: "" the top level, else the .subckt ("parent/name" when nested) they are written in;
+  // an expression of a subcircuit sees its own, then its parents', then the top level's (ngspice's numparam scoping).
+  std::map<std::string, std::map<std::string, UserFunc>> funcs_;
   bool save_all_ = false;  // .save all
   std::vector<std::pair<std::string, SourceLoc>> saved_currents_;  // .save i(name): the name and where, for finish()
   int scratch_sub_ = -1;  // a duplicate .subckt being read but not kept; removed at its .ends
@@ -1627,7 +1629,8 @@ class SpiceParser {
 
   // Replaces calls of .func functions in text by their bodies (arguments substituted, parenthesised), until
   // none is left. False (with a located error) on a wrong argument count or a recursive definition.
-  bool expand_funcs(std::string& text, const SourceLoc& loc) {
+  // scope: the subcircuit the expression is written in ("" at the top level).
+  bool expand_funcs(std::string& text, const SourceLoc& loc, const std::string& scope = std::string()) {
     if (funcs_.empty()) return true;
     for (int pass = 0; pass < 64; ++pass) {
       std::string out;
@@ -1635,8 +1638,9 @@ class SpiceParser {
       size_t copied = 0;
       for_identifiers(text, [&](size_t b, size_t e) {
         if (bad || b < copied) return;
-        auto it = funcs_.find(text.substr(b, e - b));
-        if (it == funcs_.end()) return;
+        const std::string fname = text.substr(b, e - b);
+        const UserFunc* found = find_func(scope, fname);
+        if (!found) return;
         size_t p = e;
         while (p < text.size() && is_space(text[p])) ++p;
         if (p >= text.size() || text[p] != '(') return;
@@ -1654,9 +1658,9 @@ class SpiceParser {
         if (q >= text.size()) return;  // unbalanced: the expression reader reports it
         const std::string last = trim(std::string_view(text).substr(a, q - a));
         if (!last.empty() || !args.empty()) args.push_back(last);
-        const UserFunc& fn = it->second;
+        const UserFunc& fn = *found;
         if (args.size() != fn.args.size()) {
-          err(loc, fmt::format("function '{}' takes {} argument(s), got {} (defined by .func at {}:{})", it->first,
+          err(loc, fmt::format("function '{}' takes {} argument(s), got {} (defined by .func at {}:{})", fname,
                                fn.args.size(), args.size(), fn.loc.file(), fn.loc.line));
           bad = true;
           return;
@@ -1715,8 +1719,23 @@ class SpiceParser {
                              (body.front() == '\'' && body.back() == '\'') || (body.front() == '"' && body.back() == '"')))
       body = trim(std::string_view(body).substr(1, body.size() - 2));
     fn.body = std::move(body);
-    if (funcs_.count(name)) warn(fn.loc, fmt::format(".func '{}' redefined; the last definition is used", name));
-    funcs_[name] = std::move(fn);
+    auto& defs = funcs_[cur_sub_ >= 0 ? out_.subckts[cur_sub_].name : std::string()];
+    if (defs.count(name)) warn(fn.loc, fmt::format(".func '{}' redefined; the last definition is used", name));
+    defs[name] = std::move(fn);
+  }
+
+  // The .func `name` an expression written in `scope` calls: its own scope's, else the enclosing ones'.
+  const UserFunc* find_func(const std::string& scope, const std::string& name) const {
+    for (std::string s = scope;;) {
+      const auto defs = funcs_.find(s);
+      if (defs != funcs_.end()) {
+        const auto it = defs->second.find(name);
+        if (it != defs->second.end()) return &it->second;
+      }
+      if (s.empty()) return nullptr;
+      const size_t slash = s.rfind('/');
+      s = slash == std::string::npos ? std::string() : s.substr(0, slash);
+    }
   }
 
   // Reads a signal at token i: name(args) ("v(out)", "v(a,b)", "vdb(out)", "i(v1)") or a bare node name
@@ -1951,8 +1970,9 @@ class SpiceParser {
   // Applies .func definitions to every expression of the deck.
   void expand_all_funcs() {
     if (funcs_.empty()) return;
+    std::string scope;  // the subcircuit being expanded ("" at the top level)
     auto fix = [&](ValueExpr& v) {
-      if (!v.text.empty()) expand_funcs(v.text, v.loc);
+      if (!v.text.empty()) expand_funcs(v.text, v.loc, scope);
     };
     auto fix_params = [&](std::vector<ParamAssign>& ps) {
       for (ParamAssign& p : ps)
@@ -1967,10 +1987,12 @@ class SpiceParser {
     for (ModelDef& m : out_.models) fix_params(m.params);
     fix_devices(out_.devices);
     for (SubcktDef& s : out_.subckts) {
+      scope = s.name;
       fix_params(s.params);
       for (ModelDef& m : s.models) fix_params(m.params);
       fix_devices(s.devices);
     }
+    scope.clear();
     for (AnalysisSpec& a : out_.analyses) {
       for (AnalysisSpec::Sweep& sw : a.sweeps)
         for (ValueExpr* v : {&sw.start, &sw.stop, &sw.step}) fix(*v);
