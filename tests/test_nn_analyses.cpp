@@ -199,3 +199,46 @@ TEST_CASE("nn analyses: anasim run gives the accuracies of anasim nn eval and nn
   CHECK(h.nameExists("nn_eval2"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("nn analyses: nn_mc and nn mc report the compensation the trials' draws start from") {
+  const fs::path dir = scratch("program");
+  write_fixture(dir);
+  {
+    std::ofstream f(dir / "net.yaml");
+    f << "title: compensated Monte Carlo\n"
+         "analyses:\n"
+         "  - type: nn_mc\n    model: m.h5\n    trials: 2\n    seed: 7\n    sweep: program=ideal,compensated\n"
+         "hardware:\n  tile_rows: 48\n  tile_cols: 8\n  calib_samples: 100\n  sigma_g: 0.02\n  rwire: 5\n";
+  }
+  {
+    std::ofstream f(dir / "hw5.yaml");
+    f << "hardware:\n  tile_rows: 48\n  tile_cols: 8\n  calib_samples: 100\n  sigma_g: 0.02\n  rwire: 5\n";
+  }
+  const std::string csv = (dir / "csv").string();
+  int rc = 0;
+  std::string out = run(fmt::format("run '{}' --data '{}' --csv '{}'", (dir / "net.yaml").string(), dir.string(), csv),
+                        rc);
+  INFO(out);
+  REQUIRE(rc == 0);
+  std::ifstream f(fs::path(csv) / "nn_mc_summary.csv");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string s = ss.str();
+  CHECK(!contains(s, "program_residual_layer0(program=ideal)"));
+  std::string cli = run(fmt::format("nn mc --model '{}' --config '{}' --data '{}' --trials 2 --seed 7 "
+                                    "--sweep program=ideal,compensated", (dir / "m.h5").string(),
+                                    (dir / "hw5.yaml").string(), dir.string()),
+                        rc);
+  INFO(cli);
+  REQUIRE(rc == 0);
+  for (int l : {0, 1}) {
+    const std::string name = fmt::format("program_residual_layer{}(program=compensated)", l);
+    const size_t p = s.find("\n" + name + ",");
+    REQUIRE_MESSAGE(p != std::string::npos, name);
+    const double residual = std::strtod(s.c_str() + p + name.size() + 2, nullptr);
+    CHECK(residual <= 1e-9);
+    CHECK(contains(cli, fmt::format("compensated programming (program=compensated, before the draws), layer {}: "
+                                    "residual weight error {:.3g}", l, residual)));
+  }
+  fs::remove_all(dir);
+}
