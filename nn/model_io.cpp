@@ -71,12 +71,23 @@ bool read_string_attr(const H5::H5Object& o, const char* name, std::string& out)
   return true;
 }
 
+// The element count of an attribute's dataspace, checked against the bytes the attribute occupies in the file
+// (every element takes at least `min_bytes`): a corrupt dataspace claiming 2^60 elements is a FormatError instead
+// of a buffer size that wraps around (a heap overflow, found by fuzz/fuzz_model) or exhausts memory.
+std::size_t attr_elements(const H5::Attribute& a, const char* name, std::size_t min_bytes) {
+  const hssize_t n = a.getSpace().getSimpleExtentNpoints();
+  const hsize_t stored = a.getStorageSize();
+  if (n < 0 || min_bytes == 0 || static_cast<hsize_t>(n) > stored / min_bytes)
+    throw FormatError{fmt::format("attribute '{}' claims {} elements in {} bytes", name, n, stored)};
+  return static_cast<std::size_t>(n);
+}
+
 // A string or string-array attribute (fixed-length as written by h5py for numpy 'S' arrays, or variable-length).
 std::vector<std::string> read_string_array_attr(const H5::H5Object& o, const char* name) {
   H5::Attribute a = o.openAttribute(name);
   if (a.getTypeClass() != H5T_STRING) throw FormatError{fmt::format("attribute '{}' is not a string array", name)};
-  const auto n = static_cast<std::size_t>(a.getSpace().getSimpleExtentNpoints());
   H5::StrType t = a.getStrType();
+  const std::size_t n = attr_elements(a, name, t.isVariableStr() ? 1 : t.getSize());
   std::vector<std::string> out;
   if (t.isVariableStr()) {
     std::vector<char*> ptrs(n, nullptr);
@@ -110,7 +121,7 @@ std::vector<int> read_int_array_attr(const H5::H5Object& o, const char* name) {
   H5::DataSpace s = a.getSpace();
   if (a.getTypeClass() != H5T_INTEGER || s.getSimpleExtentNdims() > 1)
     throw FormatError{fmt::format("attribute '{}' is not a 1-D integer array", name)};
-  std::vector<int> v(static_cast<std::size_t>(s.getSimpleExtentNpoints()));
+  std::vector<int> v(attr_elements(a, name, 1));
   if (!v.empty()) a.read(H5::PredType::NATIVE_INT, v.data());
   return v;
 }

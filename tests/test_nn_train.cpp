@@ -463,3 +463,15 @@ TEST_CASE("nn: shipped MNIST models reach their documented accuracy" * doctest::
     CHECK(std::abs(acc - info.test_accuracy) <= 5e-4);  // the recorded number, within 5 images of 10,000
   }
 }
+
+TEST_CASE("model_io: an attribute whose dataspace claims more strings than it stores is a format error") {
+  // Found by fuzz/fuzz_model: a Keras weight_names attribute whose element count times the string size wrapped
+  // around 2^64, so the read buffer was 32 bytes and the strings were copied past its end.
+  const std::string path = ANASIM_SOURCE_DIR "/tests/bad_inputs/model_string_count.h5";
+  Mlp net;
+  Status st = import_keras(path, net);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.to_string().find("model_string_count.h5") != std::string::npos);
+  CHECK(st.to_string().find("claims") != std::string::npos);
+  CHECK(net.layers.empty());
+}
