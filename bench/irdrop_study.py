@@ -11,9 +11,9 @@ reaches. Prints a Markdown table.
 
 Usage (the long study; one thread and nice so that others can work):
   OMP_NUM_THREADS=1 nice -n 10 python3 bench/irdrop_study.py --anasim build/anasim --data ../shared/mnist \\
-      [--samples 0] [--mc] [--trials 10] [--cells 0:2,1024:2] [--cache bench/irdrop_cache.json]
-Python 3 standard library only."""
-import argparse, json, os, re, subprocess, sys, tempfile, time
+      [--samples 0] [--mc] [--trials 10] [--cells 0:2,1024:2] [--cache bench/irdrop_cache.json] [--plot study.png]
+Python 3 standard library only (matplotlib for --plot)."""
+import argparse, json, os, re, resource, subprocess, sys, tempfile, time
 
 ROWS = [128, 256, 512, 1024, 0]  # 0 = one tile per layer
 RWIRE = [0.5, 1.0, 2.0, 5.0]
@@ -36,9 +36,12 @@ def hardware_yaml(rows, rwire, program, sigma_g=0.0, ideal_array=False):
 
 
 def run(cmd):
-    t0 = time.perf_counter()
+    """stdout, stderr, wall time [s]; the CPU time [s] of the run is in run.cpu_s (on a shared machine the wall
+    time of a niced run measures the load more than the work)."""
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    dt = time.perf_counter() - t0
+    dt, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    run.cpu_s = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
     return r.stdout, r.stderr, dt
@@ -54,6 +57,7 @@ def eval_cell(a, tmp, key, text):
     out, _, dt = run(cmd)
     res = json.loads(out)
     res["wall_s"] = dt
+    res["cpu_s"] = run.cpu_s
     return res
 
 
@@ -69,7 +73,7 @@ def mc_cell(a, tmp, key, text):
     if not m:
         sys.exit(f"cannot read the Monte Carlo summary:\n{out}")
     return {"mean": float(m.group(1)) / 100, "std": float(m.group(2)) / 100, "min": float(m.group(3)) / 100,
-            "wall_s": dt}
+            "wall_s": dt, "cpu_s": run.cpu_s}
 
 
 def main():
@@ -84,6 +88,7 @@ def main():
     ap.add_argument("--cells", default="", help="only these cells, rows:rwire,... (rows 0 = one tile per layer)")
     ap.add_argument("--cache", default=os.path.join(HERE, "irdrop_cache.json"))
     ap.add_argument("--table-only", action="store_true", help="print the table from the cache, run nothing")
+    ap.add_argument("--plot", default="", help="also write the plot of the table to this PNG (needs matplotlib)")
     a = ap.parse_args()
 
     cache = {}
@@ -122,6 +127,61 @@ def main():
                             print(f"{key}: {100 * cache[key]['mean']:.2f}% in {cache[key]['wall_s']:.1f} s",
                                   file=sys.stderr, flush=True)
     print_table(cache, tag, a)
+    if a.plot:
+        plot(cache, tag, a.plot)
+
+
+def plot(cache, tag, out):
+    """Accuracy against tile rows, one line per wire resistance: uncompensated dashed, compensated solid, digital
+    and the ideal-array oracle as horizontal lines; Monte Carlo means (sigma_g) as markers with std bars."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110, sharex=True)
+    xs = list(range(len(ROWS)))
+    labels = [str(r) if r else "one tile\nper layer" for r in ROWS]
+    colors = dict(zip(RWIRE, ["tab:blue", "tab:green", "tab:orange", "tab:red"]))
+    oracle = cache.get(f"oracle/{tag}")
+    for ax, zoom in zip(axes, (False, True)):
+        for w in RWIRE:
+            for prog, style in (("ideal", "--"), ("compensated", "-")):
+                if zoom and prog == "ideal":
+                    continue
+                pts = [(x, cache[f"{prog}/{r}/{w}/{tag}"]["analog_accuracy"] * 100) for x, r in zip(xs, ROWS)
+                       if f"{prog}/{r}/{w}/{tag}" in cache]
+                if pts:
+                    ax.plot(*zip(*pts), style, marker="o", ms=4, color=colors[w],
+                            label=f"{w:g} ohm, {'compensated' if prog == 'compensated' else 'uncompensated'}")
+                mc = [(x, cache[k]["mean"] * 100, cache[k]["std"] * 100) for x, r in zip(xs, ROWS)
+                      for k in [k for k in cache if k.startswith("mc") and k.endswith(f"/{prog}/{r}/{w}/{tag}")]]
+                if mc:
+                    x, m, sd = zip(*mc)
+                    ax.errorbar(x, m, yerr=sd, fmt="s" if prog == "compensated" else "^", ms=5, color=colors[w],
+                                mfc="none", capsize=3,
+                                label=f"{w:g} ohm, {prog if prog == 'compensated' else 'uncompensated'}, sigma_g MC")
+        if oracle:
+            ax.axhline(oracle["digital_accuracy"] * 100, color="k", lw=0.8, label="digital")
+        ax.set_xticks(xs, labels)
+        ax.set_xlabel("tile rows (physical, per row block)")
+        ax.grid(alpha=0.3)
+        if zoom:
+            ax.set_ylim(97.0, 98.6)
+            ax.set_title("compensated, zoomed")
+        else:
+            ax.set_ylim(0, 100)
+            ax.set_ylabel("test accuracy [%]")
+            ax.set_title("784-128-10 on MNIST: accuracy against tile size and wire resistance")
+    axes[0].legend(fontsize=7, loc="lower left", ncol=2)
+    fig.tight_layout()
+    fig.savefig(out)
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def cell_time(r):
+    """Wall time of a run [s], with its CPU time when recorded."""
+    if not r:
+        return "0"
+    return f"{r['wall_s']:.0f}" + (f" ({r['cpu_s']:.0f} CPU)" if "cpu_s" in r else "")
 
 
 def print_table(cache, tag, a):
@@ -132,8 +192,8 @@ def print_table(cache, tag, a):
           f"{pct(digital) if digital else '?'}%; ideal arrays (the per-image oracle) "
           f"{pct(oracle['analog_accuracy']) if oracle else '?'}%.\n")
     print("| tile rows | rwire [ohm] | uncompensated [%] | compensated [%] | digital - compensated [points] | "
-          "residual layer 0 / 1 | scale factor layer 0 | compensation [s] | cell time [s] |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "residual layer 0 / 1 | scale factor layer 0 | port solves layer 0 / 1 | compensation [s] | cell time [s] |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for w in RWIRE:
         for r in ROWS:
             i = cache.get(f"ideal/{r}/{w}/{tag}")
@@ -146,8 +206,9 @@ def print_table(cache, tag, a):
                     f"{100 * (c['digital_accuracy'] - c['analog_accuracy']):.2f}" if c else "-",
                     " / ".join(f"{p['residual']:.1e}" for p in prog) or "-",
                     f"{prog[0]['scale_factor']:.3f}" if prog else "-",
+                    " / ".join(str(p["iterations"]) for p in prog) or "-",
                     f"{sum(p['seconds'] for p in prog):.1f}" if prog else "-",
-                    f"{i['wall_s'] if i else 0:.0f} + {c['wall_s'] if c else 0:.0f}"]
+                    f"{cell_time(i)} + {cell_time(c)}"]
             print("| " + " | ".join(cols) + " |")
     mc = sorted(k for k in cache if k.startswith("mc") and k.endswith(tag))
     if mc:
@@ -158,7 +219,7 @@ def print_table(cache, tag, a):
             head, prog, r, w, _ = k.split("/")
             v = cache[k]
             print(f"| {rows_label(int(r))}, {float(w):g} ohm, {head} | {prog} | {pct(v['mean'])} | "
-                  f"{100 * v['std']:.2f} | {pct(v['min'])} | {v['wall_s']:.0f} |")
+                  f"{100 * v['std']:.2f} | {pct(v['min'])} | {cell_time(v)} |")
 
 
 if __name__ == "__main__":
