@@ -1630,6 +1630,7 @@ class SpiceParser {
   // Replaces calls of .func functions in text by their bodies (arguments substituted, parenthesised), until
   // none is left. False (with a located error) on a wrong argument count or a recursive definition.
   // scope: the subcircuit the expression is written in ("" at the top level).
+  static constexpr std::size_t kMaxExpandedChars = 1 << 20;  // an expression after .func expansion [characters]
   bool expand_funcs(std::string& text, const SourceLoc& loc, const std::string& scope = std::string()) {
     if (funcs_.empty()) return true;
     for (int pass = 0; pass < 64; ++pass) {
@@ -1687,6 +1688,10 @@ class SpiceParser {
       if (!changed) return true;
       out.append(text, copied, std::string::npos);
       text = std::move(out);
+      // A body that calls its own function twice doubles the text on every pass (fuzz/fuzz_spice: 2^64 copies).
+      if (text.size() > kMaxExpandedChars)
+        return err(loc, fmt::format("function calls expand to more than {} characters (a recursive .func?)",
+                                    kMaxExpandedChars));
     }
     return err(loc, "function calls nested more than 64 deep (a recursive .func?)");
   }

@@ -475,3 +475,10 @@ TEST_CASE("spice parser: robustness on odd input") {
     (void)parse_spice_string(s, "fuzz.cir", cat(), pn);
   }
 }
+
+TEST_CASE("spice parser: a .func whose body calls itself twice stops at a bounded expansion, located") {
+  // Found by fuzz/fuzz_spice: every expansion pass doubled the calls (2^64 copies in 64 passes), a hang.
+  Diag d = parse_err("t\n.func f(x) = {f(x) + f(x)}\nr1 a 0 {f(1k)}\n.op\n.end\n");
+  CHECK(d.loc.line == 3);
+  CHECK(d.message.find("recursive .func") != std::string::npos);
+}
