@@ -46,7 +46,7 @@ void add_tile(PortNetwork& net, const CrossbarSpec& s, const std::vector<double>
   next += topo.nodes() - pins;
 }
 
-Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool trace) {
+Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool trace, int split) {
   // Fill-in entries of L decay geometrically (mS wires next to uS cells) into the subnormal range, where the
   // arithmetic is ~100x slower; they are far below rounding of any port value: flush them to zero.
   const FlushSubnormals ftz;
@@ -73,6 +73,7 @@ Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool tra
     for (int p = 0; p < m; ++p) Y(p, p) = diag[p] - delta[p];
     for (int j = 0; j < n; ++j)
       for (auto [i, v] : below[j]) Y(i, j) = Y(j, i) = Y(i, j) + v;
+    if (split > 0) Y = Y.bottomLeftCorner(m - split, split).eval();
     return {};
   }
   std::vector<int> Ap(n + 1), Ai;
@@ -161,8 +162,14 @@ Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool tra
         if (row >= k) Lpp(row - first, k - first) = lx[psx + static_cast<size_t>(k - k1) * nsrow + r];
       }
   }
-  Y.noalias() = Lpp * Lpp.transpose();
-  for (int p = 0; p < m; ++p) Y(p, p) -= delta[p];
+  if (split > 0) {
+    // Y(split.., ..split) = L(split.., ..split) L(..split, ..split)^T: the rest of L's rows are 0 there.
+    Y.noalias() = Lpp.bottomLeftCorner(m - split, split) *
+                  Lpp.topLeftCorner(split, split).triangularView<Eigen::Lower>().transpose();
+  } else {
+    Y.noalias() = Lpp * Lpp.transpose();
+    for (int p = 0; p < m; ++p) Y(p, p) -= delta[p];
+  }
   if (trace)
     fmt::print(stderr, "port reduction: {} nodes, {} ports, {} analysis, factor + extraction {:.3f} s (total {:.3f} s)\n",
                n, m, same ? "reused" : "new", since(tf), since(t_start));

@@ -44,7 +44,9 @@ class SchurSolver {
   SchurSolver& operator=(const SchurSolver&) = delete;
 
   // Y (n_port x n_port) [S] of net. trace: timings of the analysis and factorization on stderr.
-  Status compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool trace = false);
+  // split > 0: only the block Y(split .. n_port-1, 0 .. split-1) (n_port - split x split), e.g. the column ports'
+  // currents per volt on the row ports, at ~split / n_port of the dense product's cost.
+  Status compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool trace = false, int split = 0);
 
  private:
   static cholmod_sparse wrap(int n, const std::vector<int>& p, const std::vector<int>& i, const std::vector<double>& x);

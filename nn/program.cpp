@@ -68,12 +68,12 @@ Status transfer(const MappedNetwork& map, int l, const std::vector<double>& g,
 #pragma omp parallel for schedule(dynamic, 1)
   for (int b = 0; b < nb; ++b) {
     const fast::PortNetwork net = block_network(map.cfg, m, b, g);
-    Eigen::MatrixXd Y;
-    st[b] = solvers[b]->compute(net, Y);
-    if (!st[b]) continue;
     const int r0 = m.row_blocks[b], nr = m.row_blocks[b + 1] - r0;
+    Eigen::MatrixXd Ycx;  // only the columns-by-rows block: C x nr
+    st[b] = solvers[b]->compute(net, Ycx, false, nr);
+    if (!st[b]) continue;
     for (int j = 0; j < C; ++j)
-      for (int i = 0; i < nr; ++i) geff[static_cast<size_t>(j) * P + r0 + i] = -Y(nr + j, i);
+      for (int i = 0; i < nr; ++i) geff[static_cast<size_t>(j) * P + r0 + i] = -Ycx(j, i);
   }
   omp_set_max_active_levels(saved_levels);
   for (const Status& s : st)
