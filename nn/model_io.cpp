@@ -138,7 +138,13 @@ std::vector<double> read_dataset(const H5::Group& g, const std::string& name, in
   if (r != rank) throw FormatError{fmt::format("{}/{}: rank {}, expected {}", where, name, r, rank)};
   dims.assign(static_cast<std::size_t>(r), 0);
   if (r > 0) s.getSimpleExtentDims(dims.data());
-  std::vector<double> v(static_cast<std::size_t>(s.getSimpleExtentNpoints()));
+  // A corrupt dataspace may claim more elements than the file holds (fuzz/fuzz_model: more than a vector can
+  // hold): at most 1024 per stored byte (compression), a format error beyond.
+  const hssize_t points = s.getSimpleExtentNpoints();
+  const hsize_t stored = d.getStorageSize();
+  if (points < 0 || static_cast<hsize_t>(points) / 1024 > stored)
+    throw FormatError{fmt::format("{}/{}: {} elements claimed in {} bytes", where, name, points, stored)};
+  std::vector<double> v(static_cast<std::size_t>(points));
   if (!v.empty()) d.read(v.data(), H5::PredType::NATIVE_DOUBLE);
   return v;
 }

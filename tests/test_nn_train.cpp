@@ -475,3 +475,12 @@ TEST_CASE("model_io: an attribute whose dataspace claims more strings than it st
   CHECK(st.to_string().find("claims") != std::string::npos);
   CHECK(net.layers.empty());
 }
+
+TEST_CASE("model_io: a dataset whose dataspace claims more elements than the file holds is a format error") {
+  // Found by fuzz/fuzz_model: the claimed count exceeded what a vector can hold (std::length_error, uncaught).
+  const std::string path = ANASIM_SOURCE_DIR "/tests/bad_inputs/model_dataset_count.h5";
+  Mlp net;
+  Status st = load_model(path, net);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.to_string().find("elements claimed") != std::string::npos);
+}
