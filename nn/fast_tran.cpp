@@ -200,6 +200,19 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
     VectorXd qc, gc, qx, gx;
   };
   std::vector<Products> pr0(L), pr1(L), pr2(L);  // the point being solved, the last accepted, the one before
+  // One of a layer's port relations (the admittances Y or the moments C1) applied to the unknown-dependent port
+  // voltages: oc at the columns (a DAC layer: its columns' part only), ox at free rows (not for DAC layers).
+  auto apply = [&](const Work& ws, int l, double rr, const MatrixXd& Mcc, const MatrixXd& Mcx, const MatrixXd& Mxc,
+                   const std::vector<MatrixXd>& Mxx, VectorXd& oc, VectorXd& ox) {
+    const FastLayer& f = I.layers[l];
+    const VectorXd c = col_volts(ws, l);
+    oc.noalias() = Mcc * c;
+    if (lr[l].dac) return;
+    const VectorXd vx = row_volts(ws, l, rr);
+    oc.noalias() += Mcx * vx;
+    ox = block_mv(Mxx, f.m->row_blocks, vx);
+    ox.noalias() += Mxc * c;
+  };
   // States of ws into q (charges) and a (aux); pole voltages into pv (per layer, C x nops); the charge products into
   // pr0.
   std::vector<std::vector<double>> pv(L);
@@ -216,17 +229,13 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
           }
       const FastLayer& f = I.layers[l];
       Products& p = pr0[l];
-      const VectorXd c = col_volts(ws, l);
-      p.qc.noalias() = f.C1cc * c;
+      apply(ws, l, rr, f.C1cc, f.C1cx, f.C1xc, f.C1xx, p.qc, p.qx);
       if (r.dac) {
         Eigen::Map<VectorXd>(q + r.qc_off, r.C) = p.qc + r.z0 + rr * r.z1;
         a[r.aux_off] = rr;
+        const VectorXd c = col_volts(ws, l);
         std::copy(c.data(), c.data() + r.C, a + r.aux_off + 1);
       } else {
-        const VectorXd vx = row_volts(ws, l, rr);
-        p.qc.noalias() += f.C1cx * vx;
-        p.qx = block_mv(f.C1xx, f.m->row_blocks, vx);
-        p.qx.noalias() += f.C1xc * c;
         Eigen::Map<VectorXd>(q + r.qc_off, r.C) = p.qc;
         Eigen::Map<VectorXd>(q + r.qx_off, r.P) = p.qx;
       }
@@ -248,24 +257,11 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
       }
     }
   };
-  // The same products computed directly (at t = 0).
-  auto exact_products = [&](const Work& ws, double rr) {
+  // The conductive products computed directly (at t = 0, after charges()).
+  auto exact_conductive = [&](const Work& ws, double rr) {
     for (int l = 0; l < L; ++l) {
       const FastLayer& f = I.layers[l];
-      const LayerRun& r = lr[l];
-      Products& p = pr0[l];
-      const VectorXd c = col_volts(ws, l);
-      p.gc.noalias() = f.Ycc * c;
-      p.qc.noalias() = f.C1cc * c;
-      if (!r.dac) {
-        const VectorXd vx = row_volts(ws, l, rr);
-        p.gc.noalias() += f.Ycx * vx;
-        p.qc.noalias() += f.C1cx * vx;
-        p.gx = block_mv(f.Yxx, f.m->row_blocks, vx);
-        p.gx.noalias() += f.Yxc * c;
-        p.qx = block_mv(f.C1xx, f.m->row_blocks, vx);
-        p.qx.noalias() += f.C1xc * c;
-      }
+      apply(ws, l, rr, f.Ycc, f.Ycx, f.Yxc, f.Yxx, pr0[l].gc, pr0[l].gx);
     }
   };
 
@@ -372,7 +368,7 @@ Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::
   charges(w, 0.0, 0.0, nullptr, ctx.q, actx.q);
   integ.start_from_dc(ctx);
   aux.start_from_dc(actx);
-  exact_products(w, 0.0);
+  exact_conductive(w, 0.0);
   pr1 = pr0;
   pr2 = pr0;
   w.ipole.assign(L, {});
