@@ -119,7 +119,12 @@ Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool tra
     cc_.nmethods = 1;
     cc_.method[0].ordering = net.n_int > 2000 ? CHOLMOD_METIS : CHOLMOD_AMD;
     cc_.postorder = 1;
-    cholmod_factor* Li = cholmod_analyze(&Aint, &cc_);
+    // METIS draws from GKlib's random generator, whose state is shared by every thread: two blocks ordered at once
+    // (fast_prepare factorizes blocks in parallel) would race on it and the orderings, hence the rounding of Y,
+    // would change from run to run and with the thread count. One ordering at a time keeps them deterministic.
+    cholmod_factor* Li = nullptr;
+#pragma omp critical(anasim_cholmod_analyze)
+    Li = cholmod_analyze(&Aint, &cc_);
     if (!Li) return Status::numerical("CHOLMOD could not order a crossbar block");
     std::vector<int> perm(n);
     const int* P = static_cast<const int*>(Li->Perm);
