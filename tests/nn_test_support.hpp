@@ -43,10 +43,10 @@ inline Mlp net_64_16_10() {
 }
 
 
-inline std::string run(const std::string& args, int& rc) {
+// Runs a shell command line; its stdout and stderr together, rc its exit code (-1 if it did not exit).
+inline std::string shell(const std::string& cmd, int& rc) {
   const fs::path out = fs::temp_directory_path() / fmt::format("anasim_nn_cli_{}.txt", ::getpid());
-  const std::string cmd = fmt::format("{} {} > '{}' 2>&1", ANASIM_BINARY, args, out.string());
-  const int st = std::system(cmd.c_str());
+  const int st = std::system(fmt::format("{} > '{}' 2>&1", cmd, out.string()).c_str());
   rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   std::ifstream f(out);
   std::stringstream ss;
@@ -54,6 +54,8 @@ inline std::string run(const std::string& args, int& rc) {
   fs::remove(out);
   return ss.str();
 }
+
+inline std::string run(const std::string& args, int& rc) { return shell(fmt::format("{} {}", ANASIM_BINARY, args), rc); }
 
 inline void write_idx(const fs::path& p, std::uint32_t magic, const std::vector<std::uint32_t>& dims,
                const std::vector<unsigned char>& data) {

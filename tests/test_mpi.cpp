@@ -27,18 +27,6 @@ namespace {
 
 fs::path scratch(const std::string& name) { return test_support::scratch_dir("mpi", name); }
 
-// Runs a shell command line; its stdout and stderr together.
-std::string shell(const std::string& cmd, int& rc) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("anasim_mpi_test_{}.txt", ::getpid());
-  const int st = std::system(fmt::format("{} > '{}' 2>&1", cmd, out.string()).c_str());
-  rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream f(out);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  fs::remove(out);
-  return ss.str();
-}
-
 std::string read_bytes(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::stringstream ss;
