@@ -1,7 +1,9 @@
 // .dc driver: sweeps one source or the circuit temperature (or two, nested), continuing each point from the
 // previous solution, and approaching a point that fails from the previous one in halved steps.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <vector>
 #include <fmt/format.h>
@@ -116,6 +118,69 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   res.stats.timepoints = static_cast<long>(res.sweep.size());
   res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st;
+}
+
+namespace {
+// fn's netlist elaborated with the circuit temperature and `temper` at t [C]; no analyses.
+Status elaborate_at(const TemperSource& src, const DeviceCatalog& catalog, double t, FlatNetlist& out) {
+  ParsedNetlist pn = src.netlist;
+  pn.analyses.clear();
+  pn.options.erase(std::remove_if(pn.options.begin(), pn.options.end(),
+                                  [](const ParamAssign& o) { return o.name == "temp"; }),
+                   pn.options.end());
+  ParamAssign temp;
+  temp.name = "temp";
+  temp.values.push_back({fmt::format("{:.17g}", t), {}});
+  pn.options.push_back(std::move(temp));
+  return elaborate(pn, catalog, out, src.variation ? &*src.variation : nullptr);
+}
+}  // namespace
+
+Status run_dc_temper(const FlatNetlist& fn, const DeviceCatalog& catalog, const Analysis& a, AnalysisResult& res) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<double> iv = sweep_values(a.sweeps[0]);
+  const std::vector<double> ov = a.sweeps.size() > 1 ? sweep_values(a.sweeps[1]) : std::vector<double>{0.0};
+  const bool inner_temp = a.sweeps[0].temperature;
+  std::unique_ptr<Circuit> c;
+  FlatNetlist at;
+  std::vector<int> idx;
+  double built_at = std::nan("");  // the temperature c was built at
+  SolverStats stats;
+  for (double vo : ov) {
+    for (double vi : iv) {
+      const double t = inner_temp ? vi : vo;
+      if (!(t == built_at)) {
+        at = FlatNetlist();
+        c = std::make_unique<Circuit>();
+        Status st = elaborate_at(*fn.temper, catalog, t, at);
+        if (st) st = c->build(at, catalog);
+        if (st) st = select_outputs(*c, at.outputs, idx);
+        if (!st) {
+          st.errors[0].message = fmt::format("dc sweep at temp = {}: {}", t, st.errors[0].message);
+          return st;
+        }
+        built_at = t;
+      }
+      Analysis point = a;  // this one point: every sweep from its value to itself
+      point.sweeps[0].start = point.sweeps[0].stop = vi;
+      if (point.sweeps.size() > 1) point.sweeps[1].start = point.sweeps[1].stop = vo;
+      AnalysisResult r;
+      if (Status st = run_dc(*c, at, point, idx, r); !st) return st;
+      if (res.signals.empty()) {
+        res = std::move(r);
+        stats = res.stats;
+        continue;
+      }
+      for (size_t k = 0; k < res.signals.size(); ++k)
+        res.signals[k].re.insert(res.signals[k].re.end(), r.signals[k].re.begin(), r.signals[k].re.end());
+      res.sweep.insert(res.sweep.end(), r.sweep.begin(), r.sweep.end());
+      res.sweep2.insert(res.sweep2.end(), r.sweep2.begin(), r.sweep2.end());
+      stats.add(r.stats);
+    }
+  }
+  res.stats = stats;
+  res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {};
 }
 
 }  // namespace anasim

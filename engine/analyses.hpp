@@ -19,6 +19,10 @@ Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
 Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 Status run_ac(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
+// A .dc sweep of the temperature in a netlist whose expressions read `temper` (fn.temper set): at each sweep
+// temperature the netlist is elaborated again with `temper` at that value and solved on a circuit built from it,
+// so parameters, device and model values follow the sweep as in ngspice. Same result layout as run_dc.
+Status run_dc_temper(const FlatNetlist& fn, const DeviceCatalog& catalog, const Analysis& a, AnalysisResult& res);
 
 // Appends one row of output per call: the selected unknowns, then every device probe (ADC codes, ...), then
 // the power probes if a meter was added.

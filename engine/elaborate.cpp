@@ -480,9 +480,10 @@ class Elaborator {
             const size_t k = names_.find(s.source, names_of(out_.devices));
             sw.temperature = s.source == "temp" && k == NameIndex::npos;
             if (sw.temperature) {
-              if (const ValueExpr* e = find_temper(); e)
-                return Status::input("`temper` in an expression is evaluated once, at the .temp temperature; a "
-                                     ".dc temp sweep would not re-evaluate it (unsupported)", e->loc);
+              // Expressions reading `temper` follow the sweep (as ngspice's): run_dc_temper elaborates again.
+              if (!out_.temper && find_temper())
+                out_.temper = std::make_shared<const TemperSource>(
+                    TemperSource{pn_, var_ ? std::optional<Variation>(*var_) : std::nullopt});
             } else if (k == NameIndex::npos || !out_.devices[k].type->source_syntax)
               return Status::input(fmt::format(".dc sweeps '{}', which is not an independent source in this circuit",
                                                s.source), s.loc);

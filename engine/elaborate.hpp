@@ -2,6 +2,8 @@
 // catalog, producing a flat list of device descriptions ready to be instantiated.
 #pragma once
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "engine/analysis_type.hpp"
@@ -67,6 +69,21 @@ struct Analysis {
   SourceLoc loc;
 };
 
+// Monte Carlo trial: parameters with a tolerance are drawn from their distribution. The draw for one
+// parameter depends only on (seed, trial, device name, parameter name), so results do not depend on
+// device order or on how trials are distributed over threads.
+struct Variation {
+  uint64_t seed = 0;
+  int trial = 0;
+};
+
+// A netlist whose expressions read `temper` and that has a .dc temp sweep: the sweep elaborates it again at each
+// of its temperatures (run_dc_temper, engine/an_dc.cpp), from this copy and with the same trial's draw.
+struct TemperSource {
+  ParsedNetlist netlist;
+  std::optional<Variation> variation;  // the Monte Carlo trial elaborate() drew, if any
+};
+
 struct FlatNetlist {
   std::string title;
   std::string file;
@@ -79,6 +96,7 @@ struct FlatNetlist {
   std::vector<MeasureSpec> measures;           // .meas requests, run on each analysis of their kind
   std::map<std::string, double> params;        // top-level parameter values
   std::vector<ParsedSection> sections;         // top-level sections other layers read; see ParsedNetlist
+  std::shared_ptr<const TemperSource> temper;  // set when a .dc temp sweep must re-evaluate `temper`, else null
 
   // The node names of fd's pins, in pin order ("0" for ground).
   std::vector<std::string> pin_names(const FlatDevice& fd) const {
@@ -93,14 +111,6 @@ struct FlatNetlist {
       if (s.name == name) return &s;
     return nullptr;
   }
-};
-
-// Monte Carlo trial: parameters with a tolerance are drawn from their distribution. The draw for one
-// parameter depends only on (seed, trial, device name, parameter name), so results do not depend on
-// device order or on how trials are distributed over threads.
-struct Variation {
-  uint64_t seed = 0;
-  int trial = 0;
 };
 
 // Evaluates and flattens `pn`. Errors are located in the source. With `var`, toleranced parameters are

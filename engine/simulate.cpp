@@ -31,7 +31,12 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
     Status st;
     switch (a.kind) {
       case AnalysisSpec::Kind::Op: st = run_op(c, fn, a, idx, r); break;
-      case AnalysisSpec::Kind::Dc: st = run_dc(c, fn, a, idx, r); break;
+      case AnalysisSpec::Kind::Dc: {
+        bool temperature = false;
+        for (const auto& sw : a.sweeps) temperature = temperature || sw.temperature;
+        st = fn.temper && temperature ? run_dc_temper(fn, catalog, a, r) : run_dc(c, fn, a, idx, r);
+        break;
+      }
       case AnalysisSpec::Kind::Tran: st = run_tran(c, fn, a, idx, r); break;
       case AnalysisSpec::Kind::Ac: st = run_ac(c, fn, a, idx, r); break;
       case AnalysisSpec::Kind::Extension: {

@@ -121,16 +121,20 @@ TEST_CASE("temperature: .dc temp sweeps match ngspice; 27 C changes nothing") {
     CHECK(a.analyses[0].signals[k].re == b.analyses[0].signals[k].re);
 }
 
-TEST_CASE("temperature: `temper` in a .dc temp sweep is a located error; YAML options temp/tnom and a temp sweep") {
-  const fs::path dir = scratch_dir("compat_temper");
-  ParsedNetlist pn;
-  FlatNetlist fn;
-  Status st = parse_netlist(write_deck(dir, "d", network(".dc temp 0 100 10", "")).string(), builtin_catalog(), pn);
-  REQUIRE(st.ok());
-  st = elaborate(pn, builtin_catalog(), fn);
-  REQUIRE(!st.ok());
-  CHECK(st.errors[0].message.find("temper") != std::string::npos);
-  CHECK(st.errors[0].loc.line == 14);  // r5's value
+TEST_CASE("temperature: `temper` follows a .dc temp sweep as in ngspice; YAML options temp/tnom and a temp sweep") {
+  // r5's value reads temper: re-evaluated at every sweep temperature (the netlist elaborated again per point),
+  // alone, nested inside a source sweep and outside one.
+  const RunResults rt = crosscheck_deck(network(".dc temp -40 125 15", ""), "dc_temper");
+  REQUIRE(rt.analyses.size() == 1);
+  CHECK(rt.analyses[0].sweep.size() == 12);
+  crosscheck_deck(network(".dc v1 1 5 1 temp 0 100 50", ""), "dc_temper_outer");
+  crosscheck_deck(network(".dc temp 0 100 50 v1 1 5 2", ""), "dc_temper_inner");
+  // At 27 C the sweep's point equals the .op (temper = 27 there too).
+  const RunResults r27 = simulate_flat(elaborate_file(
+      write_deck(scratch_dir("compat_temper27"), "d", network(".op\n.dc temp 27 27 1", "")).string()));
+  REQUIRE(r27.analyses.size() == 2);
+  for (const Signal& s : r27.analyses[0].signals)
+    CHECK(r27.analyses[1].find(s.name)->re[0] == doctest::Approx(s.re[0]).epsilon(1e-9));
 
   // The YAML netlist: options temp/tnom and a dc sweep of temp give the SPICE deck's numbers.
   const std::string yaml = R"(title: yaml temperature
