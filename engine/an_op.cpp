@@ -1,4 +1,5 @@
 // .op driver and helpers shared by the analysis drivers.
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
@@ -14,6 +15,7 @@ Status select_outputs(const Circuit& c, const std::vector<std::string>& outputs,
     return {};
   }
   for (const auto& o : outputs) {
+    if (!o.empty() && o[0] == '@') continue;  // @device[name]: recorded by the power meter (power_meter)
     int found = -1;
     for (int u = 0; u < c.n(); ++u)
       if (c.unknowns()[u].name == o) found = u;
@@ -55,8 +57,11 @@ void Recorder::record(const double* x, double t) {
 }
 
 std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const Analysis& a, NewtonSolver& s) {
-  if (!a.power && !fn.options.power) return nullptr;
-  auto m = std::make_unique<PowerMeter>(c, fn);
+  const bool powers = a.power || fn.options.power;
+  const bool refs = std::any_of(fn.outputs.begin(), fn.outputs.end(),
+                                [](const std::string& o) { return !o.empty() && o[0] == '@'; });
+  if (!powers && !refs) return nullptr;
+  auto m = std::make_unique<PowerMeter>(c, fn, powers);
   s.set_power_meter(m.get());
   return m;
 }

@@ -44,7 +44,8 @@ class Recorder {
 };
 
 // Power probes for analysis a: asked for by the analysis (`power: true`) or for all (.options power,
-// `anasim run --power`). Returns a meter set on s, or nullptr (and s unchanged) when not asked for.
+// `anasim run --power`), or @device[name] outputs (recorded by the meter, engine/device_query.hpp). Returns a
+// meter set on s, or nullptr (and s unchanged) when neither is asked for.
 std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const Analysis& a, NewtonSolver& s);
 
 // Shared by the drivers: .ic values as forced unknowns.

@@ -46,6 +46,16 @@ bool almost_equal_ulps(double a, double b, int64_t max_ulps) {
 
 // Node voltage or branch current `sig` ("v(a)", "v(a,b)", "vdb(a)", "i(v1)", "ip(v1)") over a's rows.
 bool make_series(const AnalysisResult& a, const std::string& sig, Series& out, std::string& why) {
+  if (!sig.empty() && sig[0] == '@') {  // @device[name]: a signal of its own (engine/device_query.hpp)
+    const Signal* s = a.find(sig);
+    if (!s) {
+      why = fmt::format("analysis '{}' has no signal {}", a.group, sig);
+      return false;
+    }
+    out.unit = s->unit;
+    out.y = s->re;
+    return true;
+  }
   const size_t open = sig.find('(');
   if (open == std::string::npos || sig.back() != ')' || open == 0) {
     why = fmt::format("'{}' is not a signal (expected v(node), v(node1,node2) or i(source))", sig);
@@ -450,6 +460,7 @@ std::vector<std::string> measure_signals(const std::vector<MeasureSpec>& specs) 
   };
   for (const MeasureSpec& m : specs)
     for (const std::string* sig : {&m.main.signal, &m.main.signal2, &m.second.signal, &m.second.signal2}) {
+      if (!sig->empty() && (*sig)[0] == '@') add(*sig);
       const size_t open = sig->find('(');
       if (open == std::string::npos || sig->back() != ')') continue;
       const char q = (*sig)[0];

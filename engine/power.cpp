@@ -1,6 +1,7 @@
 // Device powers from the devices' own stamps, and transient energies (see power.hpp).
 #include "engine/power.hpp"
 #include <algorithm>
+#include "engine/device_query.hpp"
 #include "engine/newton.hpp"
 #include <unordered_map>
 
@@ -54,7 +55,7 @@ class RecordingBuilder : public PatternBuilder {
 
 }  // namespace
 
-PowerMeter::PowerMeter(Circuit& c, const FlatNetlist& fn) : c_(c) {
+PowerMeter::PowerMeter(Circuit& c, const FlatNetlist& fn, bool powers) : c_(c), powers_(powers) {
   const auto& unk = c.unknowns();
   RecordingBuilder rb(c);
   entry_begin_.push_back(0);
@@ -105,6 +106,39 @@ PowerMeter::PowerMeter(Circuit& c, const FlatNetlist& fn) : c_(c) {
   d_.assign(c.n() + 1, 0.0);
   p_.assign(names_.size(), 0.0);
   p1_ = e1_ = e2_ = p_;
+  for (const std::string& out : fn.outputs) {
+    std::string dev, what;
+    if (!split_device_ref(out, dev, what)) continue;
+    for (size_t k = 0; k < fn.devices.size() && k < devices_.size(); ++k) {
+      const FlatDevice& fd = fn.devices[k];
+      DeviceQuery q;
+      if (fd.name != dev || !device_query(*fd.type, what, q)) continue;  // the reader checked the reference
+      Reference r{out, q.unit, static_cast<int>(q.kind), static_cast<int>(k)};
+      if (q.kind == DeviceQuery::Kind::Param) r.value = fd.params.value[q.param];
+      r.dc = q.kind == DeviceQuery::Kind::Param && fd.type->source_syntax && what == "dc";
+      for (int u = 0; u < c.n() && q.kind == DeviceQuery::Kind::Current; ++u)
+        if (unk[u].name == "i(" + fd.name + ")") r.branch = u;
+      if (r.branch < 0 && !fd.nodes.empty()) {
+        r.row = c.node_unknown(fd.nodes[0]).v;
+        if (r.row < 0 && fd.nodes.size() > 1) {
+          r.row = c.node_unknown(fd.nodes[1]).v;
+          r.sign = -1;
+        }
+      }
+      refs_.push_back(std::move(r));
+      break;
+    }
+  }
+}
+
+double PowerMeter::pin_current(size_t d, int row) const {
+  if (row < 0) return 0.0;
+  long double i = 0.0;
+  for (int k = entry_begin_[d]; k < entry_begin_[d + 1]; ++k)
+    if (entries_[k].row == row) i += dA_[k] * xr_[entries_[k].col];
+  for (int k = rhs_begin_[d]; k < rhs_begin_[d + 1]; ++k)
+    if (rhs_rows_[k] == row) i -= db_[k];
+  return static_cast<double>(i);
 }
 
 void PowerMeter::load(LoadContext& ctx) {
@@ -152,6 +186,12 @@ void PowerMeter::evaluate(const double* x, NewtonSolver& s) {
     p_[supplied_[s]] += draw;
     p_[devices_.size() + s] = -draw;
   }
+  for (Reference& r : refs_) {
+    if (r.dc) r.value = devices_[r.device]->dc_value();
+    else if (r.kind == static_cast<int>(DeviceQuery::Kind::Power)) r.value = p_[r.device];
+    else if (r.kind == static_cast<int>(DeviceQuery::Kind::Current))
+      r.value = r.branch >= 0 ? static_cast<double>(xr_[r.branch]) : r.sign * pin_current(r.device, r.row);
+  }
 }
 
 void PowerMeter::start_energies(bool have_powers) {
@@ -172,18 +212,20 @@ void PowerMeter::integrate(const Integrator& integ) {
 
 void PowerMeter::signals(bool energies, std::vector<std::pair<std::string, std::string>>& out) const {
   for (const char* q : {"p", "e"}) {
+    if (!powers_) break;
     if (q[0] == 'e' && !energies) break;
     const std::string unit = q[0] == 'p' ? "W" : "J";
     for (const auto& n : names_) out.emplace_back(std::string(q) + "(" + n + ")", unit);
     for (const auto& g : groups_) out.emplace_back(std::string(q) + "(type:" + g + ")", unit);
     out.emplace_back(std::string(q) + "(total)", unit);
   }
+  for (const Reference& r : refs_) out.emplace_back(r.name, r.unit);
 }
 
 void PowerMeter::values(bool energies, std::vector<double>& out) const {
   std::vector<double> group(groups_.size());
   for (const std::vector<double>* v : {&p_, &e1_}) {
-    if (v == &e1_ && !energies) break;
+    if (!powers_ || (v == &e1_ && !energies)) break;
     std::fill(group.begin(), group.end(), 0.0);
     for (size_t k = 0; k < v->size(); ++k) {
       out.push_back((*v)[k]);
@@ -196,6 +238,7 @@ void PowerMeter::values(bool energies, std::vector<double>& out) const {
     }
     out.push_back(delivered);
   }
+  for (const Reference& r : refs_) out.push_back(r.value);
 }
 
 }  // namespace anasim

@@ -28,7 +28,9 @@ class PowerMeter {
  public:
   // Records each device's matrix entries and rhs rows (re-declaring every device against the compiled pattern;
   // offsets come out unchanged). `fn` is the netlist the circuit was built from (device types, same order).
-  PowerMeter(Circuit& c, const FlatNetlist& fn);
+  // Its outputs' @device[name] references (engine/device_query.hpp) become signals of the meter, after the
+  // powers; with `powers` false the meter writes those signals only (no p(...)/e(...)).
+  PowerMeter(Circuit& c, const FlatNetlist& fn, bool powers = true);
 
   // Loads every device into ctx.A / ctx.b (as NewtonSolver::load does: same order, same values) and keeps
   // each device's share of them.
@@ -43,7 +45,7 @@ class PowerMeter {
   void integrate(const Integrator& integ);
 
   // Signal names and units, in output order: per device (and internal supply), per type, total; with
-  // `energies` the e(...) signals follow in the same order.
+  // `energies` the e(...) signals follow in the same order; then the @device[name] references.
   void signals(bool energies, std::vector<std::pair<std::string, std::string>>& out) const;
   // Values in the order of signals(), appended to out.
   void values(bool energies, std::vector<double>& out) const;
@@ -82,6 +84,23 @@ class PowerMeter {
   std::vector<double> p_;           // size terms [W]
   std::vector<double> p1_;          // powers at the last accepted timepoint [W]
   std::vector<double> e1_, e2_;     // energies at the last two accepted timepoints [J]
+
+  // An @device[name] output (engine/device_query.hpp) and its value at the last evaluate().
+  struct Reference {
+    std::string name;  // "@r1[i]"
+    std::string unit;
+    int kind;          // DeviceQuery::Kind as int
+    int device;        // index into devices_
+    int row = -1;      // Current without a branch: the node row of the pin the current enters (first pin)
+    double sign = 1;   // -1 when the first pin is ground and `row` is the second pin's
+    int branch = -1;   // Current of a device with a branch unknown
+    bool dc = false;   // a source's dc parameter: read from the device (a .dc sweep sets it)
+    double value = 0;  // [A], [W] or the parameter's unit
+  };
+  // The current into device d at node row `row`: (A_dev xr - b_dev)[row] [A].
+  double pin_current(size_t d, int row) const;
+  bool powers_ = true;
+  std::vector<Reference> refs_;
 };
 
 }  // namespace anasim

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_set>
+#include "engine/device_query.hpp"
 #include "engine/expr.hpp"
 #include "engine/measure.hpp"
 #include "engine/name_index.hpp"
@@ -232,6 +233,7 @@ class SpiceParser {
     for (size_t k = ifs_.size(); k-- > 0 && !too_many_errors();)
       err(ifs_[k].loc, "missing .endif for this .if");
     check_saved_currents();
+    check_device_refs();
     if (save_all_) out_.outputs.clear();
     if (!out_.outputs.empty())  // a .save list keeps what .meas reads, as in ngspice
       for (std::string& sig : measure_signals(out_.measures))
@@ -338,6 +340,7 @@ class SpiceParser {
   std::map<std::string, std::map<std::string, UserFunc>> funcs_;
   bool save_all_ = false;  // .save all
   std::vector<std::pair<std::string, SourceLoc>> saved_currents_;  // .save i(name): the name and where, for finish()
+  std::vector<std::pair<std::string, SourceLoc>> device_refs_;  // @device[name] in .save/.meas, and where
   int scratch_sub_ = -1;  // a duplicate .subckt being read but not kept; removed at its .ends
   bool in_control_ = false;
   NameIndex top_devices_;  // into out_.devices
@@ -1746,12 +1749,16 @@ class SpiceParser {
   // Reads a signal at token i: name(args) ("v(out)", "v(a,b)", "vdb(out)", "i(v1)") or a bare node name
   // (taken as v(name)). The text is lower-case without spaces.
   bool read_signal(const LLine& L, const Tokens& t, size_t& i, std::string& sig, SourceLoc& loc, const char* what) {
-    if (!is_word(t, i) || is_named(t, i))
+    if (!is_word(t, i) || (is_named(t, i) && tok_text(L, t[i])[0] != '@'))  // WHEN @d1[id]=... is a signal
       return err(at_or_end(L, t, i), fmt::format("expected {} (a signal such as v(out) or i(v1)), got {}", what,
                                                  describe(L, t, i)));
     loc = at(L, t[i]);
     sig.assign(tok_text(L, t[i]));
     ++i;
+    if (sig[0] == '@') {  // @device[name], checked in finish() (check_device_refs)
+      device_refs_.emplace_back(sig, loc);
+      return true;
+    }
     if (i >= t.size() || t[i].kind != Tk::LParen || t[i].space_before) {
       sig = "v(" + sig + ")";
       return true;
@@ -1918,10 +1925,7 @@ class SpiceParser {
         ++i;
         continue;
       }
-      if (!w.empty() && (w[0] == '@' || w == "tran" || w == "ac" || w == "dc" || w == "op")) {
-        if (w[0] == '@')
-          return void(err(at(L, t[i]), fmt::format("{} {}: device parameters (@dev[param]) cannot be saved; use "
-                                                   "v(node) or i(source)", card, w)));
+      if (w == "tran" || w == "ac" || w == "dc" || w == "op") {
         ++i;  // an analysis name (HSPICE .probe tran v(x)): the list applies to every analysis
         continue;
       }
@@ -1929,6 +1933,11 @@ class SpiceParser {
       SourceLoc loc;
       if (!read_signal(L, t, i, sig, loc, "a signal")) return;
       const bool v = sig.rfind("v(", 0) == 0, cur = sig.rfind("i(", 0) == 0;
+      if (sig[0] == '@') {
+        if (std::find(out_.outputs.begin(), out_.outputs.end(), sig) == out_.outputs.end())
+          out_.outputs.push_back(std::move(sig));
+        continue;
+      }
       if ((!v && !cur) || sig.find(',') != std::string::npos)
         return void(err(loc, fmt::format("{} {}: only v(<node>), i(<source>) and node names can be saved", card, sig)));
       if (cur) saved_currents_.emplace_back(sig.substr(2, sig.size() - 3), loc);
@@ -1946,10 +1955,37 @@ class SpiceParser {
       const std::string& type = out_.devices[k].type;
       if (type != "r" && type != "c" && type != "d" && type != "g" && type != "f" && type != "i") continue;
       const DeviceType* dt = cat_.find(type);
+      DeviceQuery q;
+      const bool ref = dt && device_query(*dt, "i", q);
       err(loc, fmt::format("i({}): {} '{}' has no branch current to save (voltage sources, inductors, E and H "
-                           "sources and V= B sources have one; device parameters such as @{}[i] are not "
-                           "supported either); put a 0 V source in series to measure it",
-                           name, dt ? dt->long_name : type, name, name));
+                           "sources and V= B sources have one); {}", name, dt ? dt->long_name : type, name,
+                           ref ? fmt::format("save @{}[i] (ngspice's device current) instead", name)
+                               : "put a 0 V source in series to measure it"));
+    }
+  }
+
+  // Every @device[name] of .save and .meas names a top-level device and a quantity it has (device_query).
+  void check_device_refs() {
+    bool ac = false;
+    for (const AnalysisSpec& a : out_.analyses) ac = ac || a.kind == AnalysisSpec::Kind::Ac;
+    if (ac && !device_refs_.empty())
+      warn(device_refs_[0].second, fmt::format("{}: device references are recorded in op, dc and tran, not in the "
+                                               ".ac analysis", device_refs_[0].first));
+    for (const auto& [ref, loc] : device_refs_) {
+      std::string dev, what, known;
+      if (!split_device_ref(ref, dev, what)) {
+        err(loc, fmt::format("'{}' is not a device reference; expected @<device>[<parameter>], e.g. @r1[i]", ref));
+        continue;
+      }
+      const size_t k = top_devices_.find(dev, names_of(out_.devices));
+      const DeviceType* type = k == NameIndex::npos ? nullptr : cat_.find(out_.devices[k].type);
+      DeviceQuery q;
+      if (!type)
+        err(loc, fmt::format("{}: no top-level device '{}' with parameters to read (devices inside a subcircuit "
+                             "cannot be referenced)", ref, dev));
+      else if (!device_query(*type, what, q, &known))
+        err(loc, fmt::format("{}: {} '{}' has no parameter '{}' to read; it has {}", ref, type->long_name, dev, what,
+                             known));
     }
   }
 

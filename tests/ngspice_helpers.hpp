@@ -50,8 +50,9 @@ inline std::vector<RawPlot> run_ngspice(const std::filesystem::path& deck) {
 }
 
 // ngspice's name for an anasim signal: internal nodes "v(xb#r1_2)" -> "v(xb_r1_2)"; currents of flattened
-// devices get ngspice's prefix ("i(x1.v1)" -> "i(v.x1.v1)").
+// devices get ngspice's prefix ("i(x1.v1)" -> "i(v.x1.v1)"); @device[name] references keep their name.
 inline std::string ngspice_signal_name(std::string sig) {
+  if (!sig.empty() && sig[0] == '@') return sig;
   if (sig.rfind("v(", 0) == 0) {
     std::replace(sig.begin(), sig.end(), '#', '_');
     return sig;
