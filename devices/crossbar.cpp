@@ -2,6 +2,7 @@
 // programming non-idealities, O(R*C) expansion into internal nodes, and SPICE export.
 #include "devices/crossbar.hpp"
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include "devices/random.hpp"
 #include "devices/registry.hpp"
+#include "engine/isolated_read.hpp"
 #include "engine/parse.hpp"
 
 namespace anasim {
@@ -74,11 +76,11 @@ std::vector<double> program_crossbar(const CrossbarSpec& s) {
 
 // ---- conductance files ---------------------------------------------------------------------------
 
-Status read_conductances_hdf5(const std::string& path, const std::string& dataset, int& rows, int& cols,
-                              std::vector<double>& g) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    return Status::input(fmt::format("cannot open HDF5 file '{}': no such file", path));
+namespace {
+
+// The reader itself, run in the isolated child process by read_conductances_hdf5.
+Status read_conductances_hdf5_here(const std::string& path, const std::string& dataset, int& rows, int& cols,
+                                   std::vector<double>& g) {
   try {
     H5::Exception::dontPrint();
     H5::H5File f(path, H5F_ACC_RDONLY);
@@ -95,6 +97,12 @@ Status read_conductances_hdf5(const std::string& path, const std::string& datase
                                        "array", dataset, path, rank));
     hsize_t dims[2] = {0, 0};
     sp.getSimpleExtentDims(dims);
+    // A corrupt dataspace may claim more values than the file holds: at most 1024 per stored byte (compression).
+    const hssize_t points = sp.getSimpleExtentNpoints();
+    if (points < 0 || static_cast<hsize_t>(points) / 1024 > ds.getStorageSize() || dims[0] > INT_MAX ||
+        dims[1] > INT_MAX)
+      return Status::input(fmt::format("HDF5 dataset '{}' in '{}' claims {} values in {} bytes", dataset, path,
+                                       points, ds.getStorageSize()));
     rows = rank == 2 ? static_cast<int>(dims[0]) : 0;
     cols = rank == 2 ? static_cast<int>(dims[1]) : 0;
     g.resize(rank == 2 ? dims[0] * dims[1] : dims[0]);
@@ -104,6 +112,32 @@ Status read_conductances_hdf5(const std::string& path, const std::string& datase
                                      e.getDetailMsg()));
   }
   return {};
+}
+
+}  // namespace
+
+Status read_conductances_hdf5(const std::string& path, const std::string& dataset, int& rows, int& cols,
+                              std::vector<double>& g) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::input(fmt::format("cannot open HDF5 file '{}': no such file", path));
+  Wire reply;
+  Status st = read_isolated(path, "libhdf5", [&](Wire& w) {
+    Status s = read_conductances_hdf5_here(path, dataset, rows, cols, g);
+    w.put(rows);
+    w.put(cols);
+    w.put(g);
+    return s;
+  }, reply);
+  // The reader's own errors name the file in the message; those of the isolation (a crash, the time limit) are
+  // located at it, and the crossbar quotes messages only.
+  if (!st && st.errors[0].loc.src)
+    st.errors[0].message = fmt::format("HDF5 file '{}': {}", path, st.errors[0].message);
+  if (!st) return st;
+  if (!reply.get(rows) || !reply.get(cols) || !reply.get(g))
+    return Status::fail(ErrorKind::Other, fmt::format("HDF5 file '{}': internal error: the reader's reply does not "
+                                                      "decode", path));
+  return st;
 }
 
 Status read_conductances_csv(const std::string& path, int& rows, int& cols, std::vector<double>& g) {

@@ -182,7 +182,8 @@ std::vector<double> program_crossbar(const CrossbarSpec& s);
 
 // Reads a conductance matrix [S]: an HDF5 dataset (2-D R x C, or 1-D of R*C values read row-major) or a CSV
 // file (one row per line; ',', ';' or white space between values; '#' starts a comment). rows/cols come back
-// as the matrix shape (0 for a 1-D dataset). Errors name the file (and line).
+// as the matrix shape (0 for a 1-D dataset). Errors name the file (and line). The HDF5 file is read in a child
+// process (engine/isolated_read.hpp), so a file that crashes or hangs libhdf5 is an error too.
 Status read_conductances_hdf5(const std::string& path, const std::string& dataset, int& rows, int& cols,
                               std::vector<double>& g);
 Status read_conductances_csv(const std::string& path, int& rows, int& cols, std::vector<double>& g);

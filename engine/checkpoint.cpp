@@ -8,6 +8,7 @@
 #include <fstream>
 #include <H5Cpp.h>
 #include <fmt/format.h>
+#include "engine/isolated_read.hpp"
 #include "engine/output_hdf5.hpp"
 
 #ifndef ANASIM_VERSION
@@ -92,10 +93,10 @@ std::string file_digest(const std::string& path) {
 
 std::string binary_version() { return "anasim " ANASIM_VERSION; }
 
-Status load_checkpoint(const std::string& path, const RunIdentity& id, dist::ItemTable& table, long* resumed) {
-  *resumed = 0;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return {};
+namespace {
+
+// The reader itself, run in the isolated child process by load_checkpoint (the file exists).
+Status load_checkpoint_here(const std::string& path, const RunIdentity& id, dist::ItemTable& table, long* resumed) {
   const auto unreadable = [&](const std::string& why) {
     return Status::input(fmt::format("cannot resume from checkpoint '{}': {} (remove it to start afresh)", path, why));
   };
@@ -137,6 +138,42 @@ Status load_checkpoint(const std::string& path, const RunIdentity& id, dist::Ite
   } catch (const H5::Exception& e) {
     return unreadable(hdf5_error_text(e));
   }
+}
+
+}  // namespace
+
+Status load_checkpoint(const std::string& path, const RunIdentity& id, dist::ItemTable& table, long* resumed) {
+  *resumed = 0;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  // The child fills its own copy of the table and sends back the done items: (item, values) each.
+  Wire reply;
+  Status st = read_isolated(path, "libhdf5", [&](Wire& w) {
+    long r = 0;
+    Status s = load_checkpoint_here(path, id, table, &r);
+    if (!s) return s;
+    w.put(static_cast<std::int64_t>(r));
+    w.put(static_cast<std::int64_t>(table.count_done()));
+    for (long i = 0; i < table.size(); ++i)
+      if (table.done[i]) {
+        w.put(static_cast<std::int64_t>(i));
+        w.put(table.values[i]);
+      }
+    return s;
+  }, reply);
+  if (!st) return st;
+  std::int64_t read = 0, count = 0;
+  bool decoded = reply.get(read) && reply.get(count) && count >= 0 && count <= table.size();
+  for (std::int64_t k = 0; decoded && k < count; ++k) {
+    std::int64_t i = -1;
+    decoded = reply.get(i) && i >= 0 && i < table.size() && reply.get(table.values[i]);
+    if (decoded) table.done[i] = 1;
+  }
+  if (!decoded)
+    return Status::fail(ErrorKind::Other, fmt::format("checkpoint '{}': internal error: the reader's reply does "
+                                                      "not decode", path));
+  *resumed = static_cast<long>(read);
+  return st;
 }
 
 Status save_checkpoint(const std::string& path, const RunIdentity& id, const dist::ItemTable& table) {

@@ -30,7 +30,8 @@ std::string binary_version();
 // Loads the checkpoint at `path` into `table` when the file exists (*resumed = its completed items; 0 and the
 // table untouched when there is no file). A checkpoint of another run is an Input error naming every field that
 // differs with both values ("checkpoint c.h5 belongs to another run: arguments differ (checkpoint: trials=4 ...,
-// this run: trials=8 ...)"); an unreadable file is an Input error too.
+// this run: trials=8 ...)"); an unreadable file is an Input error too, as is one that crashes or hangs libhdf5
+// (read in a child process, engine/isolated_read.hpp).
 Status load_checkpoint(const std::string& path, const RunIdentity& id, dist::ItemTable& table, long* resumed);
 
 // Writes `table` and `id` to `path` atomically (the previous checkpoint stays until the new one is complete).

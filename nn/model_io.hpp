@@ -38,6 +38,9 @@ struct ModelInfo {
 // renamed into place when complete (engine/output_file.hpp).
 Status save_model(const std::string& path, const Mlp& net, const ModelInfo& info);
 
+// The readers below run libhdf5 in a child process (engine/isolated_read.hpp): a file that crashes libhdf5 or
+// makes it loop is an Input error naming the file, and the result is the same as a read in this process.
+
 // Reads an anasim-mlp-1 file. Checks the format attribute, that every layer group listed by "sizes" exists,
 // the dataset shapes agree with "sizes" and the values are finite. Errors name the file and the object.
 // `info` (optional) receives the stored training record; missing attributes keep their defaults.

@@ -137,3 +137,18 @@ def test_monte_carlo_reports_the_compensation():
     assert len(mc.program[1]) == 2
     for layer in mc.program[1]:
         assert layer["residual"] <= 1e-9 and 0 < layer["scale_factor"] <= 1 and layer["port_solves"] > 0
+
+
+def test_model_file_that_crashes_libhdf5_is_an_error():
+    # libhdf5 1.10.8 segfaults on this fuzzer-found file (or loops forever on model_heap_hang.h5): the model is
+    # read in a child process (engine/isolated_read), so Python gets an InputError naming the file, and the
+    # shipped model still loads afterwards.
+    with pytest.raises(anasim.InputError, match="model_heap_crash.h5.*libhdf5 crashed on it"):
+        anasim.Network.load(src("tests/bad_inputs/model_heap_crash.h5"))
+    os.environ["ANASIM_READ_TIMEOUT"] = "1"
+    try:
+        with pytest.raises(anasim.InputError, match="did not finish reading it within 1 s"):
+            anasim.Network.load(src("tests/bad_inputs/model_heap_hang.h5"))
+    finally:
+        del os.environ["ANASIM_READ_TIMEOUT"]
+    assert anasim.Network.load(MODEL).sizes == [784, 128, 10]
