@@ -232,6 +232,7 @@ class SpiceParser {
     }
     for (size_t k = ifs_.size(); k-- > 0 && !too_many_errors();)
       err(ifs_[k].loc, "missing .endif for this .if");
+    control_analyses();
     check_saved_currents();
     check_device_refs();
     if (save_all_) out_.outputs.clear();
@@ -342,7 +343,12 @@ class SpiceParser {
   std::vector<std::pair<std::string, SourceLoc>> saved_currents_;  // .save i(name): the name and where, for finish()
   std::vector<std::pair<std::string, SourceLoc>> device_refs_;  // @device[name] in .save/.meas, and where
   int scratch_sub_ = -1;  // a duplicate .subckt being read but not kept; removed at its .ends
+  // ngspice's .control script, run as ngspice -b runs it: its analysis commands in order (`run`: the deck's dot
+  // analyses), then, unless it reached quit/exit, the dot analyses once more. See control_line().
   bool in_control_ = false;
+  bool control_seen_ = false;   // the deck has a .control block
+  bool control_quit_ = false;   // quit/exit reached: later control lines never run, no batch run at the end
+  std::vector<AnalysisSpec> control_analyses_;  // op/dc/tran/ac commands; kind Extension with no type = `run`
   NameIndex top_devices_;  // into out_.devices
   NameIndex sub_devices_;  // into out_.subckts[cur_sub_].devices
   NameIndex models_;       // into out_.models
@@ -541,6 +547,8 @@ class SpiceParser {
     std::string_view first(text.data() + b, e - b);
     if (in_control_) {
       if (first == ".endc") in_control_ = false;
+      else if (!control_quit_ && b < text.size() && text[b] != '*' && text[b] != '#')
+        control_line(L, b, first, t);
       return true;
     }
     if (b == text.size()) return true;
@@ -582,9 +590,7 @@ class SpiceParser {
       }
       if (card == ".end") return false;
       if (card == ".control") {
-        in_control_ = true;
-        warn(at(L, b), "a .control block holds ngspice script commands, which anasim does not run: ignored up to "
-                       ".endc");
+        in_control_ = control_seen_ = true;
         return true;
       }
       if (card == ".title") {
@@ -600,6 +606,69 @@ class SpiceParser {
     if (t.empty()) return true;
     device(L, t);
     return true;
+  }
+
+  // One command of a .control block (ngspice's script language), the subset real decks use around their
+  // analyses: op, dc, tran, ac (as the dot cards) and run; option(s) and save as .options and .save; meas as
+  // .meas; quit/exit end the script. Commands that only print, plot or write results, and set/unset of control
+  // variables, have no effect here and warn; anything else (let, if, foreach, alter, ...) is a located error.
+  // `b` is where the command word `first` starts; the line is tokenized only for the commands read here (the
+  // others may hold strings and $variables of the script language).
+  void control_line(const LLine& L, size_t b, std::string_view first, Tokens& t) {
+    const SourceLoc cloc = at(L, b);
+    const std::string cmd(first);
+    const bool card = cmd == "op" || cmd == "dc" || cmd == "tran" || cmd == "ac" || cmd == "option" ||
+                      cmd == "options" || cmd == "opt" || cmd == "save" || cmd == "meas" || cmd == "measure";
+    if (card && (!tokenize(L, t) || t.empty())) return;
+    if (cmd == "op" || cmd == "dc" || cmd == "tran" || cmd == "ac") {
+      const size_t before = out_.analyses.size();
+      dot_card(L, t, "." + cmd);
+      for (size_t k = before; k < out_.analyses.size(); ++k) control_analyses_.push_back(std::move(out_.analyses[k]));
+      out_.analyses.resize(before);
+      return;
+    }
+    if (cmd == "run") {
+      AnalysisSpec run;
+      run.kind = AnalysisSpec::Kind::Extension;  // no type: the marker of `run`
+      run.loc = cloc;
+      control_analyses_.push_back(std::move(run));
+      return;
+    }
+    if (cmd == "option" || cmd == "options" || cmd == "opt") return dot_card(L, t, ".options");
+    if (cmd == "save") return dot_card(L, t, ".save");
+    if (cmd == "meas" || cmd == "measure") return dot_card(L, t, ".meas");
+    if (cmd == "quit" || cmd == "exit") {
+      control_quit_ = true;
+      return;
+    }
+    for (const char* shown : {"print", "wrdata", "write", "plot", "gnuplot", "hardcopy", "asciiplot", "echo",
+                              "display", "show", "listing", "rusage", "destroy"})
+      if (cmd == shown)
+        return warn(cloc, fmt::format(".control: '{}' only shows or writes results (anasim writes every analysis to "
+                                      "its own outputs): no effect", cmd));
+    if (cmd == "set" || cmd == "unset")
+      return warn(cloc, fmt::format(".control: '{}' of ngspice's control variables has no effect in anasim", cmd));
+    err(cloc, fmt::format(".control command '{}' is not supported (anasim runs op, dc, tran, ac, run, "
+                          "option, save, meas, quit and exit, and ignores print, plot, write, wrdata, echo, set "
+                          "with a warning)", cmd));
+  }
+
+  // The analyses as ngspice -b runs a deck with a .control block: the script's, with `run` standing for the dot
+  // analyses, then the dot analyses once more unless the script quit. A deck without one keeps its dot analyses.
+  void control_analyses() {
+    if (!control_seen_) return;
+    std::vector<AnalysisSpec> dot = std::move(out_.analyses), all;
+    bool ran = false;
+    for (AnalysisSpec& a : control_analyses_) {
+      const bool run = a.kind == AnalysisSpec::Kind::Extension && !a.type;
+      ran = ran || run;
+      if (run) all.insert(all.end(), dot.begin(), dot.end());
+      else all.push_back(std::move(a));
+    }
+    if (!control_quit_) all.insert(all.end(), dot.begin(), dot.end());
+    else if (!ran && !dot.empty())
+      warn(dot[0].loc, "this analysis is not run: the deck's .control script quits without `run` (as in ngspice)");
+    out_.analyses = std::move(all);
   }
 
   std::vector<DeviceInstance>& cur_devices() {
@@ -1169,10 +1238,11 @@ class SpiceParser {
       }
       return;
     }
-    if (card == ".csparam") {  // parameters for ngspice's .control scripts, which anasim does not run
+    if (card == ".csparam") {  // variables of .control scripts, which anasim does not have
       std::vector<ParamAssign> ignored;
       if (named_list(L, t, 1, ignored, ".csparam"))
-        warn(cloc, ".csparam only defines values for .control scripts, which anasim does not run: no effect");
+        warn(cloc, ".csparam only defines variables of .control scripts (let, if, ...), which anasim does not "
+                   "have: no effect");
       return;
     }
     if (card == ".print" || card == ".plot" || card == ".width") {

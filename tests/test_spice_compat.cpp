@@ -162,6 +162,33 @@ void compare_measures(const std::string& deck, const AnalysisResult& a, const st
   }
 }
 
+// For a deck with a .control script: the deck as ngspice should run it here, its script writing every plot it
+// makes to `raw` (set appendwrite, then write after each op/dc/tran/ac/run) and without the commands that write
+// files or open plot windows; empty when the deck has no .control block.
+std::string control_copy(const fs::path& deck, const fs::path& raw) {
+  std::ifstream in(deck);
+  std::string out, line;
+  bool control = false, any = false;
+  while (std::getline(in, line)) {
+    std::string low = line;
+    std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
+    const size_t b = low.find_first_not_of(" \t");
+    const std::string word = b == std::string::npos ? "" : low.substr(b, low.find_first_of(" \t\r", b) - b);
+    if (word == ".control") {
+      control = any = true;
+      out += line + "\nset appendwrite\n";
+      continue;
+    }
+    if (word == ".endc") control = false;
+    if (control && (word == "write" || word == "wrdata" || word == "plot" || word == "gnuplot" || word == "hardcopy"))
+      continue;
+    out += line + "\n";
+    if (control && (word == "op" || word == "dc" || word == "tran" || word == "ac" || word == "run"))
+      out += fmt::format("write '{}'\n", raw.string());
+  }
+  return any ? out : std::string();
+}
+
 // What one deck gave in anasim and ngspice.
 struct DeckOutcome {
   std::string blocked;        // anasim's error when it stopped (parse, elaboration or simulation), else empty
@@ -214,60 +241,87 @@ DeckOutcome run_deck(const fs::path& deck, bool suite) {
     return out;
   }
   if (res.analyses.empty()) {
-    out.blocked = "no analysis outside .control";
+    out.blocked = "no analysis";
     return out;
   }
 
   const fs::path dir = test::scratch_dir("compat_" + deck.stem().string());
-  const fs::path raw = dir / "ngspice.raw", log = dir / "ngspice.log";
+  const fs::path raw = dir / "ngspice.raw", log = dir / "ngspice.log", script_raw = dir / "control.raw";
+  // A deck with a .control script runs in ngspice as written, from a copy that writes each analysis's plot as it
+  // is made (control_copy); run in the deck's directory, so that its .include files are found.
+  fs::path run = deck, cwd = dir;
+  if (std::string copy = control_copy(deck, script_raw); !copy.empty()) {
+    run = dir / ("ctl_" + deck.filename().string());
+    std::ofstream(run) << copy;
+    cwd = fs::absolute(deck).parent_path();
+  }
   const std::string cmd =
-      fmt::format("cd '{0}' && env -u SPICE_ASCIIRAWFILE HOME='{0}' timeout 120 ngspice -b -r '{1}' '{2}' > '{3}' 2>&1",
-                  dir.string(), raw.string(), deck.string(), log.string());
-  std::vector<RawPlot> plots;
+      fmt::format("cd '{0}' && env -u SPICE_ASCIIRAWFILE HOME='{4}' timeout 120 ngspice -b -r '{1}' '{2}' > '{3}' 2>&1",
+                  cwd.string(), raw.string(), run.string(), log.string(), dir.string());
+  std::vector<RawPlot> plots, script;  // the batch run's plots (-r), the script's (in the order it ran them)
   if (std::system(cmd.c_str()) != 0) {
     out.ngspice_error = "ngspice failed, see " + log.string();
     return out;
   }
-  if (const Status rst = read_spice_raw(raw.string(), plots); !rst.ok()) {
-    out.ngspice_error = rst.to_string();
-    return out;
-  }
+  if (fs::exists(script_raw))
+    if (const Status rst = read_spice_raw(script_raw.string(), script); !rst.ok()) {
+      out.ngspice_error = rst.to_string();
+      return out;
+    }
+  if (fs::exists(raw) || script.empty())
+    if (const Status rst = read_spice_raw(raw.string(), plots); !rst.ok()) {
+      out.ngspice_error = rst.to_string();
+      return out;
+    }
   // ngspice writes a saved @device[name] as i(@...) or v(@...) by its kind: compared under its own name.
-  for (auto& p : plots)
-    for (std::string& nm : p.names)
-      if (nm.size() > 3 && nm[1] == '(' && nm[2] == '@' && nm.back() == ')') nm = nm.substr(2, nm.size() - 3);
-  // ngspice 39 writes its plots grouped by kind, each kind in reverse deck order.
+  for (auto* ps : {&plots, &script})
+    for (auto& p : *ps)
+      for (std::string& nm : p.names)
+        if (nm.size() > 3 && nm[1] == '(' && nm[2] == '@' && nm.back() == ')') nm = nm.substr(2, nm.size() - 3);
+  // ngspice 39 writes its -r plots grouped by kind, each kind in reverse deck order.
   std::map<std::string, std::vector<const RawPlot*>> by_kind;
   for (const auto& p : plots) by_kind[kind_of(p.plotname)].push_back(&p);
-  if (res.analyses.size() != plots.size())
-    out.differences.push_back(fmt::format("{}: {} analyses, ngspice {} plots", name, res.analyses.size(), plots.size()));
+  if (res.analyses.size() != plots.size() + script.size())
+    out.differences.push_back(fmt::format("{}: {} analyses, ngspice {} plots", name, res.analyses.size(),
+                                          plots.size() + script.size()));
   std::map<std::string, size_t> used;
   // ngspice -r writes the raw file but runs no .meas: the measurements come from a second run without it.
   std::map<std::string, Printed> measures;
   if (!pn.measures.empty()) {
     const fs::path mlog = dir / "ngspice_meas.log";
-    const std::string mcmd = fmt::format("cd '{0}' && HOME='{0}' timeout 120 ngspice -b '{1}' > '{2}' 2>&1",
-                                         dir.string(), deck.string(), mlog.string());
+    const std::string mcmd = fmt::format("cd '{0}' && HOME='{3}' timeout 120 ngspice -b '{1}' > '{2}' 2>&1",
+                                         cwd.string(), run.string(), mlog.string(), dir.string());
     if (std::system(mcmd.c_str()) != 0) {
       out.ngspice_error = "ngspice failed, see " + mlog.string();
       return out;
     }
     measures = ngspice_measures(mlog);
   }
-  for (const auto& a : res.analyses) {
-    const auto& same = by_kind[a.kind];
-    const size_t idx = used[a.kind]++;
-    if (idx >= same.size()) {
+  for (size_t k = 0; k < res.analyses.size(); ++k) {
+    const AnalysisResult& a = res.analyses[k];
+    const RawPlot* n = nullptr;
+    if (k < script.size()) {  // the script's analyses come first, in the order it ran them
+      if (kind_of(script[k].plotname) == a.kind) n = &script[k];
+    } else {
+      const auto& same = by_kind[a.kind];
+      const size_t idx = used[a.kind]++;
+      if (idx < same.size()) n = same[same.size() - 1 - idx];
+    }
+    if (!n) {
       out.differences.push_back(fmt::format("{}: no ngspice plot for {}", name, a.group));
       continue;
     }
-    out.compared += compare(name, a, *same[same.size() - 1 - idx], suite, out.differences);
+    out.compared += compare(name, a, *n, suite, out.differences);
     compare_measures(name, a, measures, out.differences);
   }
-  size_t ours = 0;
+  // Each measurement runs on every analysis of its kind (a .control `run` runs the dot analyses once more).
+  size_t ours = 0, expected = 0;
   for (const auto& a : res.analyses) ours += a.measures.size();
-  if (ours != pn.measures.size() && !pn.measures.empty())
-    out.differences.push_back(fmt::format("{}: {} of {} measurements run", name, ours, pn.measures.size()));
+  for (const MeasureSpec& m : pn.measures)
+    expected += std::max<size_t>(1, std::count_if(res.analyses.begin(), res.analyses.end(),
+                                                  [&](const AnalysisResult& a) { return a.kind == m.analysis; }));
+  if (ours != expected)
+    out.differences.push_back(fmt::format("{}: {} of {} measurements run", name, ours, expected));
   std::error_code ec;
   if (out.differences.empty()) fs::remove_all(dir, ec);
   return out;

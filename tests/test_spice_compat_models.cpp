@@ -483,6 +483,21 @@ TEST_CASE("every option the reader accepts changes a result or warns") {
   CHECK(o.error.find("unknown option 'rshunt'") != std::string::npos);
 }
 
+// The deck with and without the snippet's lines marked '!' (the lines of the card under test).
+std::pair<std::string, std::string> with_and_without(std::string_view snippet) {
+  std::string with, without;
+  for (std::string_view rest = snippet; !rest.empty();) {
+    const size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    const bool card = !line.empty() && line[0] == '!';
+    if (card) line.remove_prefix(1);
+    with += std::string(line) + "\n";
+    if (!card) without += std::string(line) + "\n";
+  }
+  return {fmt::format(kWalkDeck, with), fmt::format(kWalkDeck, without)};
+}
+
 TEST_CASE("every dot card the SPICE reader accepts changes a result or warns") {
   const fs::path dir = scratch_dir("compat_cards");
   std::ofstream(dir / "inc.cir") << "r9 out 0 3k\n";
@@ -529,19 +544,62 @@ TEST_CASE("every dot card the SPICE reader accepts changes a result or warns") {
   };
   for (const Card& c : cards) {
     INFO("card " << c.name);
-    std::string with, without;
-    for (std::string_view rest = c.snippet; !rest.empty();) {
-      const size_t nl = rest.find('\n');
-      std::string_view line = rest.substr(0, nl);
-      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-      const bool card = !line.empty() && line[0] == '!';
-      if (card) line.remove_prefix(1);
-      with += std::string(line) + "\n";
-      if (!card) without += std::string(line) + "\n";
-    }
-    const Outcome a = outcome(fmt::format(kWalkDeck, with), dir, "with");
-    const Outcome b = outcome(fmt::format(kWalkDeck, without), dir, "without");
+    const auto [with, without] = with_and_without(c.snippet);
+    const Outcome a = outcome(with, dir, "with");
+    const Outcome b = outcome(without, dir, "without");
     INFO("with: " << a.error << " without: " << b.error);
     CHECK((!(a == b) || !a.warnings.empty()));
   }
+}
+
+TEST_CASE("every .control command the SPICE reader accepts changes a result or warns; others are located errors") {
+  const fs::path dir = scratch_dir("compat_control");
+  // As the card walk: each command in a .control block, with and without its lines ('!'). The block ends in
+  // quit where the command's effect would otherwise be hidden by the dot analyses ngspice -b runs after it.
+  // (meas is checked against ngspice's results in test_spice_compat.cpp, tests/compat/control_*.cir.)
+  const char* const commands[][2] = {
+      {"op", ".control\n!op\nquit\n.endc"},
+      {"dc", ".control\n!dc v1 0 1 0.5\nquit\n.endc"},
+      {"tran", ".control\n!tran 1u 2u\nquit\n.endc"},
+      {"ac", ".control\n!ac dec 2 1k 10k\nquit\n.endc"},
+      {"run", ".control\n!run\nquit\n.endc"},
+      {"option", ".control\n!option temp=80\nrun\nquit\n.endc"},
+      {"options", ".control\n!options temp=80\nrun\nquit\n.endc"},
+      {"opt", ".control\n!opt temp=80\nrun\nquit\n.endc"},
+      {"save", ".control\n!save v(out)\nrun\nquit\n.endc"},
+      {"quit", ".control\nop\n!quit\n.endc"},
+      {"exit", ".control\nop\n!exit\n.endc"},
+      {"print", ".control\nrun\n!print v(out)\nquit\n.endc"},
+      {"wrdata", ".control\nrun\n!wrdata out.txt v(out)\nquit\n.endc"},
+      {"write", ".control\nrun\n!write out.raw\nquit\n.endc"},
+      {"plot", ".control\nrun\n!plot v(out)\nquit\n.endc"},
+      {"gnuplot", ".control\nrun\n!gnuplot g v(out)\nquit\n.endc"},
+      {"hardcopy", ".control\nrun\n!hardcopy h.ps v(out)\nquit\n.endc"},
+      {"asciiplot", ".control\nrun\n!asciiplot v(out)\nquit\n.endc"},
+      {"echo", ".control\n!echo \"value =\" $&x\nrun\nquit\n.endc"},
+      {"display", ".control\nrun\n!display\nquit\n.endc"},
+      {"show", ".control\nrun\n!show r1\nquit\n.endc"},
+      {"listing", ".control\n!listing\nrun\nquit\n.endc"},
+      {"rusage", ".control\nrun\n!rusage all\nquit\n.endc"},
+      {"destroy", ".control\nrun\n!destroy all\nquit\n.endc"},
+      {"set", ".control\n!set filetype=ascii\nrun\nquit\n.endc"},
+      {"unset", ".control\n!unset askquit\nrun\nquit\n.endc"},
+  };
+  for (const auto& [name, snippet] : commands) {
+    INFO("control command " << name);
+    const auto [with, without] = with_and_without(snippet);
+    const Outcome a = outcome(with, dir, "with");
+    const Outcome b = outcome(without, dir, "without");
+    INFO("with: " << a.error << " without: " << b.error);
+    CHECK(a.error.empty());
+    CHECK((!(a == b) || !a.warnings.empty()));
+  }
+  // Anything else is an error located at the command; lines after quit never run (as in ngspice).
+  for (const char* cmd : {"let x = 1", "if x > 1", "foreach v 1 2", "alter r1 2k", "setplot dc1"}) {
+    const Outcome o = outcome(fmt::format(kWalkDeck, fmt::format(".control\nrun\n{}\n.endc", cmd)), dir, "bad");
+    INFO(cmd);
+    CHECK(o.error.find(".control command '" + std::string(cmd).substr(0, std::string(cmd).find(' ')) +
+                       "' is not supported") != std::string::npos);
+  }
+  CHECK(outcome(fmt::format(kWalkDeck, ".control\nrun\nquit\nlet x = 1\n.endc"), dir, "after_quit").error.empty());
 }

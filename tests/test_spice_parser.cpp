@@ -76,6 +76,7 @@ TEST_CASE("spice parser: a deck covering every card") {
       ".control\n"
       "run\n"
       "plot v(out)\n"
+      "quit\n"  // `run` runs the six dot analyses; quit: not a second time after the script
       ".endc\n"
       ".end\n"
       "r99 this line is after .end\n";
