@@ -78,9 +78,12 @@ Status solve_point(NewtonSolver& s, SweepTarget& inner, double v, const double* 
 }
 }  // namespace
 
-Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {
+Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res,
+              std::vector<double>* carry) {
   auto t0 = std::chrono::steady_clock::now();
   NewtonSolver s(c, fn.options);
+  const bool carried = carry && !carry->empty() && carry->size() == s.x().size();
+  if (carried) s.x() = *carry;
   auto meter = power_meter(c, fn, a, s);
   res.kind = "dc";
   SweepTarget inner(c, fn, a.sweeps[0]);
@@ -100,7 +103,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
     if (outer) outer->set(vo);
     for (size_t k = 0; k < iv.size(); ++k) {
       const double vi = iv[k];
-      st = solve_point(s, inner, vi, k > 0 ? &iv[k - 1] : nullptr, !res.sweep.empty());
+      st = solve_point(s, inner, vi, k > 0 ? &iv[k - 1] : nullptr, carried || !res.sweep.empty());
       if (!st) {
         st.errors[0].message = fmt::format("dc sweep at {} = {}: {}", a.sweeps[0].source, vi, st.errors[0].message);
         break;
@@ -114,6 +117,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   }
   inner.restore();
   if (outer) outer->restore();
+  if (carry) *carry = s.x();
   res.stats = s.stats();
   res.stats.timepoints = static_cast<long>(res.sweep.size());
   res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -146,6 +150,7 @@ Status run_dc_temper(const FlatNetlist& fn, const DeviceCatalog& catalog, const 
   std::vector<int> idx;
   double built_at = std::nan("");  // the temperature c was built at
   SolverStats stats;
+  std::vector<double> x;  // the last point's solution: the next point continues from it, as a sweep does
   for (double vo : ov) {
     for (double vi : iv) {
       const double t = inner_temp ? vi : vo;
@@ -165,7 +170,7 @@ Status run_dc_temper(const FlatNetlist& fn, const DeviceCatalog& catalog, const 
       point.sweeps[0].start = point.sweeps[0].stop = vi;
       if (point.sweeps.size() > 1) point.sweeps[1].start = point.sweeps[1].stop = vo;
       AnalysisResult r;
-      if (Status st = run_dc(*c, at, point, idx, r); !st) return st;
+      if (Status st = run_dc(*c, at, point, idx, r, &x); !st) return st;
       if (res.signals.empty()) {
         res = std::move(r);
         stats = res.stats;

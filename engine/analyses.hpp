@@ -16,7 +16,10 @@ Status select_outputs(const Circuit& c, const std::vector<std::string>& outputs,
 
 // Each driver fills `res` (signals, sweep, stats) for one analysis of an already built circuit.
 Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
-Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
+// run_dc: with `carry` non-empty (and sized like the solution) the first point continues from it as from a
+// previous sweep point; on return it holds the last point's solution (run_dc_temper's points, one circuit each).
+Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res,
+              std::vector<double>* carry = nullptr);
 Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 Status run_ac(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 // A .dc sweep of the temperature in a netlist whose expressions read `temper` (fn.temper set): at each sweep
