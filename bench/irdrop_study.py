@@ -72,8 +72,12 @@ def mc_cell(a, tmp, key, text):
     m = re.search(r"^\s*nominal\s+([0-9.]+)%\s+([0-9.]+)%\s+([0-9.]+)%", out, re.M)
     if not m:
         sys.exit(f"cannot read the Monte Carlo summary:\n{out}")
+    # the compensation the trials' draws deviate from (program: compensated), per layer as nn eval's --json
+    prog = [{"residual": float(p[1]), "scale_factor": float(p[2]), "iterations": int(p[3]), "seconds": float(p[4])}
+            for p in re.findall(r"layer (\d+): residual weight error (\S+) \(max.*?scale x(\S+), (\d+) port solves, "
+                                r"(\S+) s", out)]
     return {"mean": float(m.group(1)) / 100, "std": float(m.group(2)) / 100, "min": float(m.group(3)) / 100,
-            "wall_s": dt, "cpu_s": run.cpu_s}
+            "wall_s": dt, "cpu_s": run.cpu_s, "program": prog}
 
 
 def main():
@@ -137,7 +141,7 @@ def plot(cache, tag, out):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110, sharex=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.4), dpi=110, sharex=True)
     xs = list(range(len(ROWS)))
     labels = [str(r) if r else "one tile\nper layer" for r in ROWS]
     colors = dict(zip(RWIRE, ["tab:blue", "tab:green", "tab:orange", "tab:red"]))
@@ -154,8 +158,9 @@ def plot(cache, tag, out):
                             label=f"{w:g} ohm, {'compensated' if prog == 'compensated' else 'uncompensated'}")
                 mc = [(x, cache[k]["mean"] * 100, cache[k]["std"] * 100) for x, r in zip(xs, ROWS)
                       for k in [k for k in cache if k.startswith("mc") and k.endswith(f"/{prog}/{r}/{w}/{tag}")]]
-                if mc:
+                if mc:  # shifted sideways by wire resistance so that the markers of one tile size stay apart
                     x, m, sd = zip(*mc)
+                    x = [xi + 0.07 * (RWIRE.index(w) - 1.5) for xi in x]
                     ax.errorbar(x, m, yerr=sd, fmt="s" if prog == "compensated" else "^", ms=5, color=colors[w],
                                 mfc="none", capsize=3,
                                 label=f"{w:g} ohm, {prog if prog == 'compensated' else 'uncompensated'}, sigma_g MC")
@@ -171,8 +176,9 @@ def plot(cache, tag, out):
             ax.set_ylim(0, 100)
             ax.set_ylabel("test accuracy [%]")
             ax.set_title("784-128-10 on MNIST: accuracy against tile size and wire resistance")
-    axes[0].legend(fontsize=7, loc="lower left", ncol=2)
-    fig.tight_layout()
+    handles, names = axes[0].get_legend_handles_labels()  # below both panels: inside, it hid the curves
+    fig.legend(handles, names, fontsize=7, loc="lower center", ncol=4)
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     fig.savefig(out)
     print(f"wrote {out}", file=sys.stderr)
 
@@ -192,7 +198,7 @@ def print_table(cache, tag, a):
           f"{pct(digital) if digital else '?'}%; ideal arrays (the per-image oracle) "
           f"{pct(oracle['analog_accuracy']) if oracle else '?'}%.\n")
     print("| tile rows | rwire [ohm] | uncompensated [%] | compensated [%] | digital - compensated [points] | "
-          "residual layer 0 / 1 | scale factor layer 0 | port solves layer 0 / 1 | compensation [s] | cell time [s] |")
+          "residual layer 0 / 1 | scale factor layer 0 | port solves layer 0 / 1 | compensation [s] | cell time [s], wall (CPU), shared machine |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for w in RWIRE:
         for r in ROWS:
@@ -210,17 +216,29 @@ def print_table(cache, tag, a):
                     f"{sum(p['seconds'] for p in prog):.1f}" if prog else "-",
                     f"{cell_time(i)} + {cell_time(c)}"]
             print("| " + " | ".join(cols) + " |")
-    mc = sorted(k for k in cache if k.startswith("mc") and k.endswith(tag))
-    if mc:
-        print("\nUnder conductance variation (Monte Carlo, mean +- std over trials, min):\n")
-        print("| cell | program | mean [%] | std [points] | min [%] | cell time [s] |")
-        print("|---|---|---|---|---|---|")
-        for k in mc:
-            head, prog, r, w, _ = k.split("/")
-            v = cache[k]
-            print(f"| {rows_label(int(r))}, {float(w):g} ohm, {head} | {prog} | {pct(v['mean'])} | "
-                  f"{100 * v['std']:.2f} | {pct(v['min'])} | {cell_time(v)} |")
-
+    heads = sorted({k.split("/")[0] for k in cache if k.startswith("mc") and k.endswith(tag)})
+    for head in heads:  # one table per Monte Carlo setting, e.g. mc0.05x10: sigma_g 0.05, 10 trials
+        sigma, trials = head[2:].split("x")
+        print(f"\nUnder conductance variation (Monte Carlo, sigma_g {100 * float(sigma):g}%, {trials} trials; mean +- "
+              "std over the trials, lowest trial in parentheses; compensation first, each trial drawn around its "
+              "targets):\n")
+        print("| tile rows | rwire [ohm] | uncompensated [%] | compensated [%] | digital - compensated [points] | "
+              "port solves layer 0 / 1 | compensation [s] | cell time [s], wall (CPU), shared machine |")
+        print("|---|---|---|---|---|---|---|---|")
+        mc_pct = lambda v: f"{pct(v['mean'])} +- {100 * v['std']:.2f} ({pct(v['min'])})" if v else "-"
+        for w in RWIRE:
+            for r in ROWS:
+                i = cache.get(f"{head}/ideal/{r}/{w}/{tag}")
+                c = cache.get(f"{head}/compensated/{r}/{w}/{tag}")
+                if not i and not c:
+                    continue
+                prog = (c or {}).get("program", [])
+                cols = [rows_label(r), f"{w:g}", mc_pct(i), mc_pct(c),
+                        f"{100 * (digital - c['mean']):.2f}" if c and digital else "-",
+                        " / ".join(str(p["iterations"]) for p in prog) or "-",
+                        f"{sum(p['seconds'] for p in prog):.1f}" if prog else "-",
+                        f"{cell_time(i)} + {cell_time(c)}"]
+                print("| " + " | ".join(cols) + " |")
 
 if __name__ == "__main__":
     main()
