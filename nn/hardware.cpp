@@ -332,7 +332,14 @@ Status map_network(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& ca
     if (compensate)
       layer_inputs.push_back({static_cast<int>(a.rows()), static_cast<int>(a.cols()),
                               std::vector<double>(a.data(), a.data() + a.size())});
-    MatrixRd z = a * dl.weight.transpose();
+    // On one thread: Eigen's own OpenMP product chooses its blocking, hence its rounding, by the thread count, and
+    // the percentiles below set the next layer's v_unit and bias conductances, so every result would depend on
+    // OMP_NUM_THREADS (it did: ~1e-9 relative in nn energy between 1 and 2 threads, issue 16).
+    MatrixRd z(a.rows(), dl.weight.rows());
+    const int eigen_threads = Eigen::nbThreads();
+    Eigen::setNbThreads(1);
+    z.noalias() = a * dl.weight.transpose();
+    Eigen::setNbThreads(eigen_threads);
     z.rowwise() += dl.bias.transpose();
     std::vector<double> absz(z.data(), z.data() + z.size());
     for (double& v : absz) v = std::fabs(v);

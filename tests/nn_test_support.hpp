@@ -70,17 +70,21 @@ inline void write_idx(const fs::path& p, std::uint32_t magic, const std::vector<
   f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
-// An 8x8 "MNIST" in dir: train and t10k splits, labels from a fixed network so the classes are learnable.
-inline void write_tiny_mnist(const fs::path& dir, const Mlp& net) {
+// A side x side "MNIST" in dir (8x8 for net_64_16_10; net.inputs() == side * side): train and t10k splits, labels
+// from a fixed network so the classes are learnable.
+inline void write_tiny_mnist(const fs::path& dir, const Mlp& net, int side = 8) {
+  const int d = side * side;
+  REQUIRE(net.inputs() == d);
   for (const auto& [split, n, seed] : {std::tuple<const char*, int, int>{"train", 120, 1}, {"t10k", 60, 2}}) {
-    const MatrixRf x = code_inputs(n, 64, seed);
+    const MatrixRf x = code_inputs(n, d, seed);
     const std::vector<int> cls = predict(net, x);
     std::vector<unsigned char> px, lab;
     for (int i = 0; i < n; ++i) {
-      for (int k = 0; k < 64; ++k) px.push_back(static_cast<unsigned char>(std::lround(x(i, k) * 255.0f)));
+      for (int k = 0; k < d; ++k) px.push_back(static_cast<unsigned char>(std::lround(x(i, k) * 255.0f)));
       lab.push_back(static_cast<unsigned char>(cls[i]));
     }
-    write_idx(dir / fmt::format("{}-images-idx3-ubyte", split), 0x803, {static_cast<std::uint32_t>(n), 8, 8}, px);
+    const auto s = static_cast<std::uint32_t>(side);
+    write_idx(dir / fmt::format("{}-images-idx3-ubyte", split), 0x803, {static_cast<std::uint32_t>(n), s, s}, px);
     write_idx(dir / fmt::format("{}-labels-idx1-ubyte", split), 0x801, {static_cast<std::uint32_t>(n)}, lab);
   }
 }

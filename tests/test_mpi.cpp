@@ -1,11 +1,14 @@
-// Monte Carlo over MPI ranks and checkpoints (engine/distribute.cpp, engine/checkpoint.cpp): `nn mc` and
-// `run --mc` on 2 ranks (mpirun --oversubscribe) give the single process's results; a run killed with SIGKILL after
-// its first checkpoint and started again gives byte-identical results; a checkpoint of another run is refused.
-// The MPI cases are skipped with a message when mpirun is absent or the build has no MPI.
+// Monte Carlo over MPI ranks and checkpoints (engine/distribute.cpp, engine/checkpoint.cpp): `nn mc`, `nn energy`
+// and `run --mc` on 2 ranks x 1 thread (mpirun --oversubscribe) give the results of 1 rank x 2 threads; a run killed
+// with SIGKILL after its first checkpoint and started again (with another thread count) gives byte-identical
+// results; a checkpoint of another run is refused. The MPI cases are skipped with a message when mpirun is absent
+// or the build has no MPI.
 #include <doctest/doctest.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -51,6 +54,11 @@ std::string mpirun_2() {
                      "mpirun --oversubscribe -np 2 {}", ANASIM_BINARY);
 }
 
+// anasim with `args` on one process of `threads` OpenMP threads; stdout and stderr together, rc its exit code.
+std::string run_threads(int threads, const std::string& args, int& rc) {
+  return shell(fmt::format("OMP_NUM_THREADS={} {} {}", threads, ANASIM_BINARY, args), rc);
+}
+
 // Every dataset under /mc of an `anasim run -o` file: path -> values.
 std::map<std::string, std::vector<double>> read_mc(const fs::path& file) {
   std::map<std::string, std::vector<double>> out;
@@ -69,10 +77,35 @@ std::map<std::string, std::vector<double>> read_mc(const fs::path& file) {
   return out;
 }
 
-// The tiny data set, 64-16-10 model and hardware file of the nn mc cases; returns the common arguments.
-std::string nn_setup(const fs::path& dir, double sigma = 0.05) {
-  const Mlp net = net_64_16_10();
-  write_tiny_mnist(dir, net);
+// The bits of every image's results in an nn energy checkpoint (/checkpoint/value: nn/energy.cpp's pack_image per
+// image, in item order) without the images' wall times (field 5), the one value that differs between equal runs.
+std::vector<std::uint64_t> energy_bits(const fs::path& ck) {
+  H5::H5File f(ck.string(), H5F_ACC_RDONLY);
+  H5::DataSet dl = f.openDataSet("/checkpoint/length"), dv = f.openDataSet("/checkpoint/value");
+  std::vector<std::int64_t> length(dl.getSpace().getSimpleExtentNpoints());
+  std::vector<double> value(dv.getSpace().getSimpleExtentNpoints());
+  dl.read(length.data(), H5::PredType::NATIVE_INT64);
+  dv.read(value.data(), H5::PredType::NATIVE_DOUBLE);
+  std::vector<std::uint64_t> bits(value.size());
+  std::memcpy(bits.data(), value.data(), value.size() * sizeof(double));
+  size_t at = 0;
+  for (std::int64_t n : length) {
+    REQUIRE(n > 5);
+    bits[at + 5] = 0;
+    at += static_cast<size_t>(n);
+  }
+  CHECK(at == bits.size());
+  return bits;
+}
+
+// The tiny data set, model and hardware file of the nn mc cases; returns the common arguments. side 8: the 64-16-10
+// model on 8x8 images; side 28: a 784-16-10 model on 28x28 images, whose calibration products are deep enough
+// (784 terms) for Eigen's threaded product to round them by the thread count (it did, before map_network kept
+// them on one thread: every result then changed at ~1e-9 relative between 1 and 2 threads).
+std::string nn_setup(const fs::path& dir, double sigma = 0.05, int side = 8) {
+  Mlp net = net_64_16_10();
+  if (side != 8) REQUIRE(nn::make_mlp({side * side, 16, 10}, 3, net).ok());
+  write_tiny_mnist(dir, net, side);
   nn::ModelInfo info;
   REQUIRE(nn::save_model((dir / "m.h5").string(), net, info).ok());
   std::ofstream f(dir / "hw.yaml");
@@ -94,11 +127,11 @@ analyses:
 
 }  // namespace
 
-TEST_CASE("mpi: nn mc on 2 ranks gives the single process's accuracies, byte for byte") {
+TEST_CASE("mpi: nn mc on 2 ranks x 1 thread gives the accuracies of 1 rank x 2 threads, byte for byte") {
   const fs::path dir = scratch("nn_mc");
-  const std::string args = nn_setup(dir) + " --trials 5 --seed 7 --sweep sigma_g=0.05,0.2";
+  const std::string args = nn_setup(dir, 0.05, 28) + " --trials 5 --seed 7 --sweep sigma_g=0.05,0.2";
   int rc = 0;
-  std::string one = run(args + " -o '" + (dir / "one.h5").string() + "'", rc);
+  std::string one = run_threads(2, args + " -o '" + (dir / "one.h5").string() + "'", rc);
   INFO(one);
   REQUIRE(rc == 0);
   const std::string mpirun = mpirun_2();
@@ -117,12 +150,12 @@ TEST_CASE("mpi: nn mc on 2 ranks gives the single process's accuracies, byte for
   CHECK(table(one) == table(two));
 }
 
-TEST_CASE("mpi: run --mc on 2 ranks gives the single process's trials") {
+TEST_CASE("mpi: run --mc on 2 ranks x 1 thread gives the trials of 1 rank x 2 threads") {
   const fs::path dir = scratch("run_mc");
   std::ofstream(dir / "div.yaml") << kDivider;
   const std::string args = fmt::format("run '{}' --mc 40 --seed 3", (dir / "div.yaml").string());
   int rc = 0;
-  std::string one = run(args + " -o '" + (dir / "one.h5").string() + "'", rc);
+  std::string one = run_threads(2, args + " -o '" + (dir / "one.h5").string() + "'", rc);
   INFO(one);
   REQUIRE(rc == 0);
   const auto a = read_mc(dir / "one.h5");
@@ -160,13 +193,13 @@ TEST_CASE("checkpoint: nn mc killed after its first checkpoint resumes to byte-i
   const fs::path ck = dir / "ck.h5";
   const std::string args = nn_setup(dir) + " --trials 25 --seed 11 --sweep sigma_g=0.02,0.1";
   int rc = 0;
-  std::string out = run(args + " -o '" + (dir / "full.h5").string() + "'", rc);
+  std::string out = run_threads(2, args + " -o '" + (dir / "full.h5").string() + "'", rc);
   INFO(out);
   REQUIRE(rc == 0);
 
-  // Start the same run with a checkpoint and kill it (SIGKILL) as soon as the checkpoint appears.
-  const std::string cmd = fmt::format("exec {} {} --checkpoint '{}' -o '{}' > /dev/null 2>&1", ANASIM_BINARY, args,
-                                      ck.string(), (dir / "resumed.h5").string());
+  // Start the same run with a checkpoint on 1 thread and kill it (SIGKILL) as soon as the checkpoint appears.
+  const std::string cmd = fmt::format("exec env OMP_NUM_THREADS=1 {} {} --checkpoint '{}' -o '{}' > /dev/null 2>&1",
+                                      ANASIM_BINARY, args, ck.string(), (dir / "resumed.h5").string());
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -185,7 +218,7 @@ TEST_CASE("checkpoint: nn mc killed after its first checkpoint resumes to byte-i
   CHECK_FALSE(fs::exists(dir / "resumed.h5"));  // killed before the end: no output yet
   fs::copy_file(ck, dir / "partial.h5");
 
-  out = run(args + " --checkpoint '" + ck.string() + "' -o '" + (dir / "resumed.h5").string() + "'", rc);
+  out = run_threads(2, args + " --checkpoint '" + ck.string() + "' -o '" + (dir / "resumed.h5").string() + "'", rc);
   INFO(out);
   REQUIRE(rc == 0);
   CHECK(contains(out, "resumed"));
@@ -250,25 +283,34 @@ TEST_CASE("checkpoint: run --mc resumes; a checkpoint of another run is refused 
   CHECK(contains(out, "command differ"));
 }
 
-TEST_CASE("mpi: nn energy on 2 ranks gives the single process's per-image results, byte for byte") {
+TEST_CASE("mpi: nn energy gives the same per-image results bit for bit on 1 rank x 1 or 2 threads, 2 ranks x 1") {
   const fs::path dir = scratch("nn_energy");
-  std::string args = nn_setup(dir);
+  std::string args = nn_setup(dir, 0.05, 28);
   args.replace(0, std::string("nn mc").size(), "nn energy");
   args += " --samples 6";
+  // Each run's per-sample file and its checkpoint (every image's results at full precision).
+  auto with_files = [&](const std::string& name) {
+    return fmt::format("{} --per-sample '{}' --checkpoint '{}'", args, (dir / (name + ".csv")).string(),
+                       (dir / (name + ".h5")).string());
+  };
   int rc = 0;
-  // One thread per process on both sides: the energies agree only to ~1e-9 relative between thread counts (the
-  // port reduction's rounding), which this byte comparison would see.
-  std::string one = shell(fmt::format("OMP_NUM_THREADS=1 {} {} --per-sample '{}'", ANASIM_BINARY, args,
-                                      (dir / "one.csv").string()), rc);
-  INFO(one);
-  REQUIRE(rc == 0);
+  for (int threads : {1, 2}) {
+    const std::string out = run_threads(threads, with_files(fmt::format("t{}", threads)), rc);
+    INFO(out);
+    REQUIRE(rc == 0);
+  }
+  CHECK(read_bytes(dir / "t1.csv").size() > 40);
+  CHECK(read_bytes(dir / "t1.csv") == read_bytes(dir / "t2.csv"));
+  const std::vector<std::uint64_t> bits = energy_bits(dir / "t2.h5");
+  CHECK(bits.size() > 6 * 10);
+  CHECK(energy_bits(dir / "t1.h5") == bits);
   const std::string mpirun = mpirun_2();
   if (mpirun.empty()) return;
-  std::string two = shell(mpirun + " " + args + " --per-sample '" + (dir / "two.csv").string() + "'", rc);
+  std::string two = shell(mpirun + " " + with_files("two"), rc);
   INFO(two);
   REQUIRE(rc == 0);
-  CHECK(read_bytes(dir / "one.csv").size() > 40);
-  CHECK(read_bytes(dir / "one.csv") == read_bytes(dir / "two.csv"));
+  CHECK(read_bytes(dir / "two.csv") == read_bytes(dir / "t2.csv"));
+  CHECK(energy_bits(dir / "two.h5") == bits);
 }
 
 namespace {
@@ -311,13 +353,15 @@ TEST_CASE("checkpoint: the nn_mc analysis of a netlist killed after its first ch
     return fmt::format("run '{}' --data '{}' --csv '{}'", (dir / file).string(), dir.string(), (dir / csv).string());
   };
   int rc = 0;
-  std::string out = run(run_args("plain.yaml", "full"), rc);
+  std::string out = run_threads(2, run_args("plain.yaml", "full"), rc);
   INFO(out);
   REQUIRE(rc == 0);
   CHECK_FALSE(fs::exists(ck));
 
-  CHECK(kill_after_checkpoint(fmt::format("{} {}", ANASIM_BINARY, run_args("ck.yaml", "resumed")), ck));
-  out = run(run_args("ck.yaml", "resumed"), rc);
+  // Killed on 1 thread, resumed on 2.
+  CHECK(kill_after_checkpoint(fmt::format("env OMP_NUM_THREADS=1 {} {}", ANASIM_BINARY, run_args("ck.yaml", "resumed")),
+                              ck));
+  out = run_threads(2, run_args("ck.yaml", "resumed"), rc);
   INFO(out);
   REQUIRE(rc == 0);
   const std::string full = read_bytes(dir / "full" / "nn_mc.csv");
@@ -343,15 +387,16 @@ TEST_CASE("checkpoint: nn energy killed after its first checkpoint resumes to by
   const std::string args = base + " --samples 60 --json";
   const fs::path ck = dir / "ck.h5";
   int rc = 0;
-  const std::string full = run(args + " --per-sample '" + (dir / "full.csv").string() + "'", rc);
+  const std::string full = run_threads(2, args + " --per-sample '" + (dir / "full.csv").string() + "'", rc);
   INFO(full);
   REQUIRE(rc == 0);
 
+  // Killed on 1 thread, resumed on 2.
   const std::string resumed_args =
       args + " --checkpoint '" + ck.string() + "' --per-sample '" + (dir / "resumed.csv").string() + "'";
-  CHECK(kill_after_checkpoint(fmt::format("{} {}", ANASIM_BINARY, resumed_args), ck));
+  CHECK(kill_after_checkpoint(fmt::format("env OMP_NUM_THREADS=1 {} {}", ANASIM_BINARY, resumed_args), ck));
   CHECK_FALSE(fs::exists(dir / "resumed.csv"));  // killed before the end: no output yet
-  std::string out = run(resumed_args, rc);  // stdout and stderr: "resumed N of 60 images ...", the JSON summary
+  std::string out = run_threads(2, resumed_args, rc);  // stdout and stderr: "resumed N of 60 images ...", the JSON summary
   INFO(out);
   REQUIRE(rc == 0);
   CHECK(contains(out, "of 60 images from the checkpoint"));

@@ -1,7 +1,8 @@
 // Tests for nn/hardware.cpp and nn/netlist_builder.cpp: the hardware config (defaults, YAML files and sections,
 // located errors, sweeps), the weight mapping (differential pairs, tiles, calibration; with ideal parts the
 // circuit computes the network exactly), the netlist of the mapped circuit (devices, YAML round trip), the
-// mismatch draws, and the `anasim nn eval | export-spice | mc` commands on a small data set written here.
+// mismatch draws, the calibration's independence of the thread count, and the `anasim nn eval | export-spice | mc`
+// commands on a small data set written here.
 #include <doctest/doctest.h>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <omp.h>
 #include <unistd.h>
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
@@ -221,6 +223,33 @@ TEST_CASE("nn mapping: differential pairs, tiles and calibration") {
     CHECK(m.layers[0].polarity == (mode == MappingMode::Analog ? -1 : 1));
     CHECK(m.layers[1].polarity == 1);
   }
+}
+
+TEST_CASE("nn mapping: the calibration is the same bit for bit on 1, 2 and 3 threads") {
+  // 784 inputs: deep enough a product that Eigen's threaded one would block (hence round) it by the thread count.
+  Mlp net;
+  REQUIRE(make_mlp({784, 16, 10}, 3, net).ok());
+  const MatrixRf x = code_inputs(300, 784, 9);
+  HardwareConfig c = default_hardware_config();
+  c.calib_samples = 300;
+  const int saved = omp_get_max_threads();
+  MappedNetwork m[3];
+  for (int t = 1; t <= 3; ++t) {
+    omp_set_num_threads(t);
+    REQUIRE(map_network(net, c, x, m[t - 1]).ok());
+  }
+  omp_set_num_threads(saved);
+  for (int t = 1; t < 3; ++t)
+    for (size_t l = 0; l < m[0].layers.size(); ++l) {
+      INFO("threads ", t + 1, ", layer ", l);
+      const LayerMapping &a = m[0].layers[l], &b = m[t].layers[l];
+      CHECK(a.z_cal == b.z_cal);
+      CHECK(a.a_cal == b.a_cal);
+      CHECK(a.v_unit == b.v_unit);
+      CHECK(a.scale == b.scale);
+      CHECK(a.w == b.w);
+      CHECK(a.g_target == b.g_target);
+    }
 }
 
 TEST_CASE("nn mapping: with ideal parts the circuit computes the network") {
