@@ -193,8 +193,9 @@ Status read_isolated(const std::string& path, std::string_view library, const st
 
   int fds[2];
   if (::pipe(fds) != 0) {
+    const int err = errno;
     Status st = read(reply);
-    st.warnings.push_back(fmt::format("{}: read without isolation (pipe: {})", path, std::strerror(errno)));
+    st.warnings.push_back(fmt::format("{}: read without isolation (pipe: {})", path, std::strerror(err)));
     return st;
   }
   const pid_t parent = ::getpid();
