@@ -110,11 +110,9 @@ void close_from(int first) {
     fd = 3;
   }
   close_from(4);
-#ifndef ANASIM_ASAN
-  // A crash ends the child with its signal, not in a handler the parent installed (a test framework's or
-  // Python's faulthandler, which would report the parent's failure). The address sanitizer keeps its handler.
+  // A crash ends the child with its signal, not in a handler the parent installed (a test framework's, Python's
+  // faulthandler or the address sanitizer's, which would report a failure of the parent).
   for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
-#endif
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);  // a crash in the library writes no core file
 #ifndef ANASIM_ASAN
