@@ -481,7 +481,7 @@ class OpampType : public DeviceType {
       return nullptr;
     }
     const int li = fd.params.index_of("level");
-    const double level = fd.params.has(li) ? fd.params[li] : fd.model[li];
+    const double level = fd.params.has(li) ? fd.params[li] : fd.model.table ? fd.model[li] : model_params[li].def;
     if (level != 0 && level != 1 && level != 2) {  // before apply_params: a clearer message than "an integer"
       st.merge(Status::input(fmt::format("op-amp '{}': level must be 0, 1 or 2, got {}", fd.name, level), fd.loc));
       return nullptr;

@@ -365,7 +365,9 @@ class Elaborator {
       fd.control = prefix + inst.model;
       fd.control_loc = inst.model_loc;
     }
-    if (!type->model_type.empty()) {
+    // An optional model that is not named gets no value set (a resistor deck would carry ~400 bytes of defaults
+    // per device): FlatDevice::model stays without a table, which apply_params reads as the defaults.
+    if (!type->model_type.empty() && (!type->model_optional || (!inst.model.empty() && !value_named))) {
       fd.model = default_params(type->model_params);
       if (!inst.model.empty() && !value_named) {
         const ModelDef* md = models.find(inst.model);

@@ -20,7 +20,9 @@ struct FlatDevice {
   const DeviceType* type = nullptr;
   std::vector<NodeId> nodes;             // size type->pins.size()
   ParamValues params;                    // instance parameters (evaluated, range-checked)
-  ParamValues model;                     // model parameters, if the type takes a model
+  ParamValues model;                     // model parameters, if the type takes a model; no table (nothing
+                                         // allocated: every model parameter at its default) when the model is
+                                         // optional (R, C, op-amp) and the instance names none
   std::string model_name;                // flattened model name, for export
   std::string control;                   // flattened controlling-source name (F/H)
   const DeviceType* control_type = nullptr;  // type of the controlling device (a V source or an inductor)

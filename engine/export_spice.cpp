@@ -68,7 +68,7 @@ std::string spice_deck(const FlatNetlist& fn) {
     if (fd.type->model_type.empty() || !fd.type->spice_model_card) continue;
     std::string body;
     for (size_t i = 0; i < fd.type->model_params.size(); ++i)
-      if (fd.model.has(static_cast<int>(i)))
+      if (fd.model.table && fd.model.has(static_cast<int>(i)))
         body += fmt::format(" {}={:.15g}", fd.type->model_params[i].name, fd.model[i]);
     std::string name = fd.model_name.empty() ? "default_" + fd.type->key : fd.model_name;
     for (char& c : name) if (c == '.') c = '_';

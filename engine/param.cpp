@@ -279,7 +279,7 @@ int choice_index(const ParamSpec& spec, const std::string& word) {
 
 Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type, const char* what,
                     bool given_only) {
-  if (!pv.table) return Status::fail(ErrorKind::Other, "apply_params: parameter values have no table");
+  if (!pv.table) return {};  // no values (an optional model not given): obj keeps its defaults
   const ParamTable& table = *pv.table;
   ParamValues fb;  // the values with fallbacks resolved, only if a table uses fallbacks
   const ParamValues* src = &pv;

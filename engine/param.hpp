@@ -181,7 +181,9 @@ class ParamDecl {
 
 // Sets every member of obj bound in pv.table: given values, else the fallback parameter's value if that one is
 // given, else the default. Lines bound to another struct are skipped (a device table may bind its converter
-// lines to a spec and its input lines to another struct). `what` names the owner in messages.
+// lines to a spec and its input lines to another struct). `what` names the owner in messages. Values without a
+// table (FlatDevice::model of an instance without a model) set nothing: obj keeps its default member
+// initializers, which are the table's defaults (tests/test_param.cpp checks every table against its struct).
 template <class T>
 Status apply_params(const ParamValues& pv, T& obj, const char* what);
 // Values of a table read back from obj's bound members, every bound one marked given (so that a struct can be

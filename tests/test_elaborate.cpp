@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include "devices/registry.hpp"
+#include "devices/resistor.hpp"
 #include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/name_index.hpp"
@@ -138,4 +139,28 @@ TEST_CASE("NameIndex: 8-byte slots keep every name through rehashes, find duplic
   }
   CHECK(ix.find("n100003", name_of) == NameIndex::npos);
   CHECK(ix.find("", name_of) == NameIndex::npos);
+}
+
+TEST_CASE("elaborate: an optional model not named allocates no model values; the defaults apply") {
+  FlatNetlist fn;
+  const std::string text = "models\n.model rm r(rsh=100 defw=1u)\nr1 a 0 2k\nr2 a b rm l=3u\nr3 b 0 5k tc1=0.01\n"
+                           "c1 a 0 1p\nv1 a 0 dc 1\n.op\n.end\n";
+  ParsedNetlist pn;
+  REQUIRE(parse_spice_string(text, "models.cir", builtin_catalog(), pn).ok());
+  REQUIRE(elaborate(pn, builtin_catalog(), fn).ok());
+  REQUIRE(fn.devices.size() == 5);
+  CHECK(fn.devices[0].model.table == nullptr);  // r1: no model
+  CHECK(fn.devices[1].model.table != nullptr);  // r2: .model rm
+  CHECK(fn.devices[2].model.table == nullptr);
+  CHECK(fn.devices[3].model.table == nullptr);  // c1
+  Circuit c;
+  REQUIRE(c.build(fn, builtin_catalog()).ok());
+  // r1 = 2k and r3 = 5k (tc1 at the nominal temperature has no effect), r2 = rsh * l / w = 300 ohm
+  std::vector<double> g;
+  for (const auto& d : c.devices())
+    if (const auto* r = dynamic_cast<const Resistor*>(d.get())) g.push_back(r->conductance());
+  REQUIRE(g.size() == 3);
+  CHECK(g[0] == doctest::Approx(1 / 2e3).epsilon(1e-15));
+  CHECK(g[1] == doctest::Approx(1 / 300.0).epsilon(1e-12));
+  CHECK(g[2] == doctest::Approx(1 / 5e3).epsilon(1e-15));
 }
