@@ -47,19 +47,21 @@ struct CapacitorValues {
 Status capacitor_values(const FlatDevice& fd, CapacitorValues& v) {
   CapacitorParams in;
   CapacitorModel md;
-  const std::string what = fmt::format("capacitor '{}'", fd.name);
-  if (Status e = apply_params(fd.params, in, what.c_str()); !e) return e;
-  if (Status e = apply_params(fd.model, md, what.c_str()); !e) return e;
+  // The instance is named in messages only when one is made (see resistor_values); apply_params cannot fail on
+  // these structs of reals, so its label is the type.
+  auto what = [&] { return fmt::format("capacitor '{}'", fd.name); };
+  if (Status e = apply_params(fd.params, in, "capacitor"); !e) return e;
+  if (Status e = apply_params(fd.model, md, "capacitor"); !e) return e;
   if (in.c) v.c = *in.c;
   else if (md.cap) v.c = *md.cap;
   else if (fd.model_name.empty())
-    return Status::input(fmt::format("{} needs a capacitance: a value, c=, or a .model", what), fd.loc);
+    return Status::input(fmt::format("{} needs a capacitance: a value, c=, or a .model", what()), fd.loc);
   else {
     const double w = in.w.value_or(md.defw) - md.narrow, l = in.l.value_or(0.0) - md.shrt;  // ngspice: no defl
     v.c = md.cj * w * l + md.cjsw * 2 * (l + w);
   }
   if (!(v.c >= 0) || !std::isfinite(v.c))
-    return Status::input(fmt::format("{} has capacitance {} F; it must be >= 0", what, v.c), fd.loc);
+    return Status::input(fmt::format("{} has capacitance {} F; it must be >= 0", what(), v.c), fd.loc);
   v.m = in.m;
   v.scale = in.scale;
   v.tc1 = in.tc1 ? *in.tc1 : md.tc1.value_or(0.0);
