@@ -3,7 +3,9 @@
 // the same circuit: factor the full MNA matrix once (KLU) and solve per image, and a full Newton operating point
 // per image (what the MNA reference does).
 // Usage: anasim_nn_trial [--model data/mlp_784_128_10.h5] [--config data/examples/mnist_hw.yaml] [--data DIR]
-//                        [--images N] [--plain K] [--trials T]
+//                        [--images N] [--plain K] [--trials T] [--products K]
+// --products K: in the same run, K timings of the network's float matrix products over the same images (the digital
+// network's floor: what an evaluation of an ideal periphery compares with, issue 19).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
   std::string model = std::string(ANASIM_SOURCE_DIR) + "/data/mlp_784_128_10.h5";
   std::string config = std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml";
   std::string data;
-  int images = 0, plain = 3, trials = 1;
+  int images = 0, plain = 3, trials = 1, products = 0;
   FastOptions fopt;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
     else if (k == "--images") images = std::atoi(v.c_str());
     else if (k == "--plain") plain = std::atoi(v.c_str());
     else if (k == "--trials") trials = std::atoi(v.c_str());
+    else if (k == "--products") products = std::atoi(v.c_str());
     else if (k == "--reltol") fopt.reltol = std::atof(v.c_str());
     else {
       fmt::print(stderr, "unknown option {}\n", k);
@@ -110,6 +113,32 @@ int main(int argc, char** argv) {
                static_cast<double>(s.sweeps) / n, static_cast<double>(s.newton) / n, s.failures);
   }
 
+  for (int k = 0; k < products; ++k) {
+    // The network's own products in float, layer by layer over all n images at once (Eigen's GEMM, the same threads):
+    // A = relu(A W^T + b), without quantization.
+    using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    std::vector<MatF> W;
+    std::vector<Eigen::RowVectorXf> B;
+    for (const DenseLayer& l : net.layers) {
+      W.push_back(l.weight.cast<float>());
+      B.push_back(l.bias.cast<float>().transpose());
+    }
+    const auto t0 = Clock::now();
+    MatF A = test.images.topRows(n), Z;
+    for (size_t l = 0; l < W.size(); ++l) {
+      Z.noalias() = A * W[l].transpose();
+      Z.rowwise() += B[l];
+      A = l + 1 < W.size() ? MatF(Z.cwiseMax(0.0f)) : Z;
+    }
+    long right = 0;
+    for (int i = 0; i < n; ++i) {
+      Eigen::Index c;
+      A.row(i).maxCoeff(&c);
+      right += c == test.labels[i];
+    }
+    fmt::print("  float products of the network (reference): {} images {:.4f} s; accuracy {:.2f}%\n", n, since(t0),
+               100.0 * right / n);
+  }
   if (plain > 0) {
     // The plain approach on the same circuit: the full MNA matrix (every crossbar wire node) factored by KLU once
     // and solved per image, and the full Newton operating point per image. The Newton is started from the fast

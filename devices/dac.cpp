@@ -30,12 +30,6 @@ Status validate_dac(const DacSpec& s, std::string* param) {
   return {};
 }
 
-long dac_quantize(const DacSpec& s, double value) {
-  const double k = std::round((value - s.vmin) / dac_lsb(s));
-  if (!(k > 0)) return 0;  // also NaN
-  return k >= static_cast<double>(dac_max_code(s)) ? dac_max_code(s) : static_cast<long>(k);
-}
-
 double dac_output(const DacSpec& s, long code) {
   double e = s.inl.empty() ? 0.0 : s.inl[code];
   if (s.inl_sigma > 0) e += s.inl_sigma * rnd::normal(s.seed, rnd::kInl, code);

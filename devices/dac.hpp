@@ -13,6 +13,7 @@
 // circuit is built (all analyses of a run see the same draw; op/dc/tran alike). Change `seed` to draw again.
 // Seeds: 0 (default) derives one from the instance name (instances differ, runs repeat; rnd::effective_seed).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 #include "engine/elaborate.hpp"
@@ -47,8 +48,16 @@ const ParamTable& dac_params();
 Status validate_dac(const DacSpec& s, std::string* param = nullptr);
 inline long dac_max_code(const DacSpec& s) { return (1L << s.bits) - 1; }
 inline double dac_lsb(const DacSpec& s) { return (s.vmax - s.vmin) / static_cast<double>(dac_max_code(s)); }
-// Nearest code to value [V], clipped to 0 .. 2^N - 1.
-long dac_quantize(const DacSpec& s, double value);
+// Nearest code to value [V] (halves away from zero, as std::round), clipped to 0 .. 2^N - 1; NaN gives 0. Inline:
+// it quantizes every pixel of every image.
+inline long dac_quantize(const DacSpec& s, double value) {
+  const double u = (value - s.vmin) / dac_lsb(s);
+  const long top = dac_max_code(s);
+  if (!(u >= 0.5)) return 0;                             // rounds to <= 0 (or NaN)
+  if (u >= static_cast<double>(top)) return top;
+  const long t = static_cast<long>(u);                   // truncation; u < 2^62, so u - t is exact
+  return std::min(top, u - static_cast<double>(t) >= 0.5 ? t + 1 : t);
+}
 // Static (noise-free) output of a code [V], INL/DNL included; O(code) with DNL, else O(1). The random draws
 // use s.seed as is.
 double dac_output(const DacSpec& s, long code);

@@ -62,6 +62,9 @@ struct FastOptions {
   bool debug = false;             // report failing local Newton solves on stderr
   bool trace = false;             // report every sweep, the port reductions and the preparation phases on stderr
   bool moments = false;           // also the arrays' port capacitances (FastLayer::C1*: the network transient)
+  // classify(): when every layer's periphery is ideal and linear (hybrid mode, level-0 op-amps), each layer of a chunk
+  // is one product, without sweeps (the same equations solved in closed form); false: the sweeps as for any circuit.
+  bool direct = true;
 };
 
 class FastEvaluator {

@@ -33,6 +33,11 @@ struct FastLayer {
   // quasi-statically (exact to first order in frequency); same shapes as Ycx, Yxc, Ycc, Yxx.
   Eigen::MatrixXd C1cx, C1xc, C1cc;
   std::vector<Eigen::MatrixXd> C1xx;
+  // The direct evaluation (FastEvaluator::Impl::direct), made by its first use after a prepare: when every DAC row
+  // pair drives exactly opposite voltages (+v, -v for every code), Yd (C x P/2) = Ycx(:, 2i) - Ycx(:, 2i+1) takes
+  // the pair's v; pairs = P/2 then, 0 when the rows are not antisymmetric, -1 before the first use.
+  Eigen::MatrixXd Yd;
+  int pairs = -1;
 };
 
 }  // namespace anasim::nn::fast
@@ -91,8 +96,8 @@ struct FastEvaluator::Impl {
   // Passes the port-voltage changes of neuron j of layer l (x against w.old) into the lagged currents.
   void propagate(Work& w, int l, int j, int l1) const;
   // True if linear updates moved x so little from the Newton point xn that the linearisation error (second order
-  // in the move) is far below the tolerance: no check needed.
-  static bool tiny_linear(const Layout& Lo, const double* x, const double* xn);
+  // in the move) is far below the tolerance (times tol_scale, Work::tol_scale): no check needed.
+  static bool tiny_linear(const Layout& Lo, const double* x, const double* xn, double tol_scale);
   // Gauss-Seidel sweeps over layers [l0, l1) of one image until nothing moves. First every neuron gets its
   // ideal-circuit guess (so that each one then sees estimates of all the others), then Newton solves; a neuron
   // whose lagged currents changed only a little since its last Newton solve is updated by linear response
@@ -103,6 +108,15 @@ struct FastEvaluator::Impl {
   int classify(const Work& w, long* out_codes) const;
   // Requantized DAC codes for layer l+1 from the ADC codes of hybrid layer l.
   void next_codes(const Work& w, int l, std::vector<long>& codes) const;
+  // Every layer's periphery ideal and linear (hybrid mode, level-0 op-amps): classify() evaluates a chunk of images
+  // by products alone (classify_direct: V, the chunk's layer-0 row voltages, P x images, is overwritten; classes
+  // and codes, when given, receive the chunk's results).
+  bool direct() const;
+  void classify_direct(Eigen::MatrixXd& V, std::uint64_t sample0, int* classes, long* codes) const;
+  // Makes FastLayer::Yd and pairs of every layer (before the images' threads start).
+  void prepare_direct();
+  // Row voltages for the direct evaluation: the pairs' (+v) when f.pairs > 0 (P/2 of them), else dac_voltages.
+  void direct_voltages(const FastLayer& f, const long* codes, double* v) const;
   // Full evaluation of one image whose first-layer column currents are ic0 (Ycx * vx of layer 0).
   void run_image(Work& w, const std::vector<long>& codes0, const double* ic0, std::uint64_t sample,
                  LayerCodes* all_codes) const;

@@ -24,7 +24,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // (a Newton iteration for every such neuron) makes the result exact whatever this value.
 constexpr double kLinearMax = 1e-3;
 // Linear moves below this (relative to |x| + 1 mV) need no verifying check: the second-order error, ~ (move /
-// thermal voltage)^2 for the diodes, stays below 1e-13.
+// thermal voltage)^2 for the diodes, stays below 1e-13 (at the DC tolerance; see tiny_linear for looser ones).
 constexpr double kNoCheck = 1e-7;
 // Tolerance multiplier of the Newton solves between verifications.
 constexpr double kLooseTol = 1e4;
@@ -159,9 +159,12 @@ void FastEvaluator::Impl::propagate(Work& w, int l, int j, int l1) const {
 
 // True if linear updates moved x so little from the Newton point xn that the linearisation error (second order
 // in the move) is far below the tolerance: no check needed.
-bool FastEvaluator::Impl::tiny_linear(const Layout& Lo, const double* x, const double* xn) {
+bool FastEvaluator::Impl::tiny_linear(const Layout& Lo, const double* x, const double* xn, double tol_scale) {
+  // The error is second order in the move and the tolerance scales with tol_scale: the threshold with its root
+  // (a transient step's looser solve, tol_scale 1e6, needs no check below 1e-4).
+  const double lim = kNoCheck * std::sqrt(tol_scale);
   for (int k = 0; k < Lo.n; ++k)
-    if (std::fabs(x[k] - xn[k]) > kNoCheck * (std::fabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3))) return false;
+    if (std::fabs(x[k] - xn[k]) > lim * (std::fabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3))) return false;
   return true;
 }
 
@@ -209,7 +212,7 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample, b
         double* sens = &w.sens[l][static_cast<size_t>(j) * 3 * n];
         double* bound = &w.bound[l][static_cast<size_t>(j) * 3];
         std::copy(x, x + n, w.old.begin());
-        if (verify && state == 2 && tiny_linear(Lo, x, xn)) state = 1;  // accurate as it is
+        if (verify && state == 2 && tiny_linear(Lo, x, xn, w.tol_scale)) state = 1;  // accurate as it is
         bool newton = state == 0 || state == 3 || (verify && state == 2);
         if (!newton) {
           // Skip when the currents moved so little since the last update that no unknown can move by more than a
@@ -337,6 +340,77 @@ void FastEvaluator::Impl::next_codes(const Work& w, int l, std::vector<long>& co
   }
 }
 
+// True when every layer's periphery is ideal and linear: hybrid mode (each layer's outputs digitised, its inputs
+// DAC rows) with level-0 op-amps. A nullor holds its column port at exactly 0 V, so the column currents are
+// Ycx vx whatever the wires, and KCL at the column gives the TIA output y = Rf (Ycx vx - noise): the layer is one
+// product, no sweeps (classify_direct).
+bool FastEvaluator::Impl::direct() const {
+  if (hw->map->cfg.mode != MappingMode::Hybrid) return false;
+  for (const FastLayer& f : layers)
+    if (f.kernel.op.level != 0 || f.m->rectifier || !f.m->dac_rows) return false;
+  return true;
+}
+
+void FastEvaluator::Impl::prepare_direct() {
+  for (FastLayer& f : layers) {
+    if (f.pairs >= 0) continue;
+    f.pairs = 0;
+    if (f.first_dac != 0 || f.P % 2 != 0) continue;
+    bool anti = true;
+    for (int p = 0; p < f.P && anti; p += 2)
+      for (size_t k = 0; k < f.dac[p].size() && anti; ++k) anti = f.dac[p + 1][k] == -f.dac[p][k];
+    if (!anti) continue;
+    f.Yd.resize(f.C, f.P / 2);
+    for (int i = 0; i < f.P / 2; ++i) f.Yd.col(i) = f.Ycx.col(2 * i) - f.Ycx.col(2 * i + 1);
+    f.pairs = f.P / 2;
+  }
+}
+
+void FastEvaluator::Impl::direct_voltages(const FastLayer& f, const long* codes, double* v) const {
+  if (f.pairs <= 0) return dac_voltages(f, codes, v);
+  for (int i = 0; i < f.pairs; ++i) v[i] = f.dac[2 * i][i < f.m->inputs ? codes[i] : f.dac_max];
+}
+
+// classify() for direct(): the images of one chunk layer by layer, V their layer-0 row voltages (direct_voltages:
+// pairs x nb or P x nb).
+void FastEvaluator::Impl::classify_direct(Eigen::MatrixXd& V, std::uint64_t sample0, int* classes,
+                                          long* codes) const {
+  const int L = static_cast<int>(layers.size()), nb = static_cast<int>(V.cols());
+  Eigen::MatrixXd IC;
+  std::vector<long> next;
+  for (int l = 0; l < L; ++l) {
+    const FastLayer& f = layers[l];
+    if (f.pairs > 0) IC.noalias() = f.Yd * V;
+    else IC.noalias() = f.Ycx * V;
+    if (l + 1 < L) {
+      const FastLayer& nf = layers[l + 1];
+      V.resize(nf.pairs > 0 ? nf.pairs : nf.P, nb);
+      next.resize(f.C);
+    }
+    const double kmax = static_cast<double>(adc_max_code(f.m->adc_spec));
+    for (int k = 0; k < nb; ++k) {
+      int best = 0;
+      long best_code = -1;
+      for (int j = 0; j < f.C; ++j) {
+        double ic = IC(j, k);
+        if (noise) ic -= read_noise_current(*hw, l, j, sample0 + static_cast<std::uint64_t>(k));
+        const long code = adc_code(*hw, l, j, f.li->res[static_cast<size_t>(j) * kNumPeripheryRes + kResRf] * ic);
+        if (l + 1 < L) {
+          next[j] = input_code(*layers[l + 1].m, std::max(0.0, static_cast<double>(code)) / kmax);  // digital ReLU
+        } else {
+          if (codes) codes[static_cast<size_t>(k) * f.C + j] = code;
+          if (code > best_code) {
+            best_code = code;
+            best = j;
+          }
+        }
+      }
+      if (l + 1 < L) direct_voltages(layers[l + 1], next.data(), V.col(k).data());
+      else classes[k] = best;
+    }
+  }
+}
+
 // Full evaluation of one image whose first-layer column currents are ic0 (Ycx * vx of layer 0).
 void FastEvaluator::Impl::run_image(Work& w, const std::vector<long>& codes0, const double* ic0, std::uint64_t sample,
                LayerCodes* all_codes) const {
@@ -373,9 +447,12 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
   const int nout = I.layers.back().C;
   classes.assign(count, 0);
   if (codes) codes->assign(static_cast<size_t>(count) * nout, 0);
-  const int chunk = std::max(1, I.opt.chunk);
+  const bool direct = I.opt.direct && I.direct();
+  // The direct evaluation is all products: chunks 8x larger pack the admittances less often.
+  const int chunk = std::max(1, I.opt.chunk) * (direct ? 8 : 1);
   const int nchunks = (count + chunk - 1) / chunk;
   long sweeps = 0, newton = 0, failures = 0;
+  if (direct) I.prepare_direct();
 #pragma omp parallel reduction(+ : sweeps, newton, failures)
   {
     Impl::Work w;
@@ -385,11 +462,17 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
 #pragma omp for schedule(dynamic, 1)
     for (int ch = 0; ch < nchunks; ++ch) {
       const int a = ch * chunk, nb = std::min(chunk, count - a);
-      V.resize(f0.P, nb);
+      V.resize(direct && f0.pairs > 0 ? f0.pairs : f0.P, nb);
       cc.assign(nb, {});
       for (int k = 0; k < nb; ++k) {
         cc[k] = input_codes(*f0.m, x.row(first + a + k).data());
-        I.dac_voltages(f0, cc[k].data(), V.col(k).data());
+        if (direct) I.direct_voltages(f0, cc[k].data(), V.col(k).data());
+        else I.dac_voltages(f0, cc[k].data(), V.col(k).data());
+      }
+      if (direct) {
+        I.classify_direct(V, sample0 + static_cast<std::uint64_t>(first + a), classes.data() + a,
+                          codes ? codes->data() + static_cast<size_t>(a) * nout : nullptr);
+        continue;
       }
       IC.noalias() = f0.Ycx * V;
       for (int k = 0; k < nb; ++k) {

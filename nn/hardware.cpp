@@ -465,11 +465,6 @@ double series_resistance(const HardwareConfig& cfg, double r) {
   return cfg.series == CellSeries::None ? r : e96_nearest(r);
 }
 
-long input_code(const LayerMapping& lm, double x) {
-  DacSpec s = lm.dac;
-  return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin));
-}
-
 void realize(const MappedNetwork& map, std::uint64_t seed, int trial, HardwareInstance& out) {
   const HardwareConfig& c = map.cfg;
   out.map = &map;

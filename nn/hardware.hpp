@@ -230,6 +230,10 @@ double series_conductance(const HardwareConfig& cfg, double g);
 double series_resistance(const HardwareConfig& cfg, double r);
 
 // DAC input code of a network input a of layer l (x = clip((a - 0) / in_range, 0, 1) -> round(x * max code)).
-long input_code(const LayerMapping& lm, double x);
+// Inline: it runs for every pixel of every image.
+inline long input_code(const LayerMapping& lm, double x) {
+  const DacSpec& s = lm.dac;
+  return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin));
+}
 
 }  // namespace anasim::nn

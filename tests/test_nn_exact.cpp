@@ -212,6 +212,38 @@ TEST_CASE("nn exact: results do not depend on the thread count") {
   CHECK(r[0].points[0].accuracy.size() == 3);
 }
 
+TEST_CASE("nn exact: an ideal periphery is evaluated by products alone, with the sweeps' codes") {
+  // Hybrid mode with level-0 op-amps: FastOptions::direct evaluates each layer as one product. Its ADC codes must be
+  // the sweeps' for every image, with read noise, with DAC row pairs that are exact opposites (the pair product)
+  // and with DAC INL that makes them differ (every row).
+  for (double inl : {0.0, 0.5}) {
+    CAPTURE(inl);
+    Small s;
+    HardwareConfig c = small_config(MappingMode::Hybrid, 0);
+    c.read_noise = 2e-7;
+    c.dac_inl_sigma = inl;
+    REQUIRE(map_network(s.net, c, s.x, s.map).ok());
+    realize(s.map, 9, 1, s.hw);
+    std::vector<int> cls[2];
+    std::vector<long> codes[2];
+    long sweeps[2];
+    for (int d : {0, 1}) {
+      FastEvaluator fe;
+      FastOptions o;
+      o.direct = d == 1;
+      o.chunk = 4;  // several chunks
+      REQUIRE(fe.prepare(s.hw, o).ok());
+      REQUIRE(fe.classify(s.x, 0, static_cast<int>(s.x.rows()), 100, cls[d], &codes[d]).ok());
+      CHECK(fe.stats().failures == 0);
+      sweeps[d] = fe.stats().sweeps;
+    }
+    CHECK(sweeps[0] > 0);
+    CHECK(sweeps[1] == 0);
+    CHECK(cls[0] == cls[1]);
+    CHECK(codes[0] == codes[1]);
+  }
+}
+
 // ---- slow: the shipped 784-128-10 model on MNIST (CTest label "slow") ----------------------------------------
 
 namespace {
