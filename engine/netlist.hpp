@@ -18,6 +18,22 @@ struct ValueExpr {
   SourceLoc loc;  // points at the first character of text
 };
 
+// The list-valued source waveforms both readers accept (SPICE `PULSE(...)`, YAML `pulse: [...]`): name, the least
+// and most values, and the argument list for messages. PWL also needs an even count.
+struct WaveformArgs {
+  const char* name;
+  size_t min, max;
+  const char* args;
+};
+inline constexpr WaveformArgs kWaveformArgs[] = {
+    {"pulse", 2, 8, "v1 v2 [td tr tf pw per np]"},
+    {"sin", 2, 6, "vo va [freq td theta phase]"},
+    {"exp", 2, 6, "v1 v2 [td1 tau1 td2 tau2]"},
+    {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
+    {"am", 2, 7, "va vo [mf fc td phasec phases]"},
+    {"sffm", 2, 7, "vo va [fc mdi fs phasec phases]"},
+};
+
 // name = value, or name = (v1 v2 ...) for list-valued parameters (PULSE, PWL, ...).
 struct ParamAssign {
   std::string name;               // lower-case parameter name

@@ -330,7 +330,7 @@ bool SpiceParser::source_params(const LLine& L, const Tokens& t, size_t i, const
                         [&] { return fmt::format("a value or ')' in {}(...)", to_upper(w)); }))
           return false;
       }
-      for (const ListSpec& s : kListSpecs) {
+      for (const WaveformArgs& s : kWaveformArgs) {
         if (w != s.name) continue;
         size_t n = pa.values.size();
         if (n < s.min || n > s.max || (w == "pwl" && n % 2 != 0)) {

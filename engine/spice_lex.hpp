@@ -174,20 +174,6 @@ inline bool is_source_keyword(std::string_view w) {
   return false;
 }
 
-struct ListSpec {
-  const char* name;
-  size_t min, max;
-  const char* args;
-};
-const ListSpec kListSpecs[] = {
-    {"pulse", 2, 8, "v1 v2 [td tr tf pw per np]"},
-    {"am", 2, 7, "va vo [mf fc td phasec phases]"},
-    {"sffm", 2, 7, "vo va [fc mdi fs phasec phases]"},
-    {"sin", 2, 6, "vo va [freq td theta phase]"},
-    {"exp", 2, 6, "v1 v2 [td1 tau1 td2 tau2]"},
-    {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
-};
-
 // The text of an error-message fragment: a string, or a callable that formats one (only called on an error,
 // so the common path formats nothing).
 template <class What>

@@ -54,20 +54,6 @@ bool unclosed_flow(const SourceFile& f, int line, int col, int& oline, int& ocol
   return true;
 }
 
-struct ListSpec {
-  const char* name;
-  size_t min, max;
-  const char* args;
-};
-const ListSpec kListSpecs[] = {
-    {"pulse", 2, 8, "v1 v2 [td tr tf pw per np]"},
-    {"sin", 2, 6, "vo va [freq td theta phase]"},
-    {"exp", 2, 6, "v1 v2 [td1 tau1 td2 tau2]"},
-    {"pwl", 2, 100000000, "t1 v1 t2 v2 ..."},
-    {"am", 2, 7, "va vo [mf fc td phasec phases]"},
-    {"sffm", 2, 7, "vo va [fc mdi fs phasec phases]"},
-};
-
 // Levenshtein distance between two short names.
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> d(b.size() + 1);
@@ -710,7 +696,7 @@ class YamlParser {
   }
 
   bool check_list(const ParamAssign& pa, const std::string& what) {
-    for (const ListSpec& s : kListSpecs) {
+    for (const WaveformArgs& s : kWaveformArgs) {
       if (pa.name != s.name) continue;
       size_t n = pa.values.size();
       if (!pa.is_list || n < s.min || n > s.max || (pa.name == "pwl" && n % 2 != 0)) {
