@@ -9,7 +9,9 @@
 #include "nn/energy.hpp"
 #include "nn/fast_eval.hpp"
 #include "nn/fast_tran.hpp"
+#include "nn/dataset.hpp"
 #include "nn/hardware.hpp"
+#include "nn/model_io.hpp"
 #include "nn_test_support.hpp"
 
 using namespace anasim;
@@ -49,8 +51,43 @@ struct Setup {
   }
 };
 
-// Fast path against the engine on `n` images stepping from the previous one (image 0 from reset).
-void compare(Setup& s, int n, double tstop) {
+// The shipped 784-128-10 network on its shipped hardware (data/), the MNIST test images (calibrated on the training
+// images, as `anasim nn energy` does).
+struct Shipped {
+  Mlp net;
+  MatrixRf x;
+  HardwareConfig cfg;
+  MappedNetwork map;
+  HardwareInstance hw;
+  FastTransient ft;
+  Shipped() {
+    REQUIRE(load_model(std::string(ANASIM_SOURCE_DIR) + "/data/mlp_784_128_10.h5", net).ok());
+    REQUIRE(load_hardware_config(std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml", cfg).ok());
+    std::string dir;
+    const Status st = find_data_dir(DatasetKind::Mnist, "", true, dir);
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    Dataset train, test;
+    REQUIRE(load_split(dir, Split::Train, train).ok());
+    REQUIRE(load_split(dir, Split::Test, test).ok());
+    x = test.images;
+    REQUIRE(map_network(net, cfg, train.images, map).ok());
+    realize(map, cfg.seed, 0, hw);
+    REQUIRE(ft.prepare(hw).ok());
+  }
+  LayerCodes codes(int k) {
+    std::vector<LayerVoltages> fv;
+    LayerCodes c;
+    REQUIRE(ft.dc().evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
+    return c;
+  }
+};
+
+// Fast path against the engine on `n` images stepping from the previous one (image 0 from reset); tstop: the
+// engine's run (the fast path stops once settled), engine_points its tstop / largest step (the fast path's largest
+// step is default_tstop / 500).
+template <class S>
+void compare(S& s, int n, double tstop, int engine_points = 500) {
   LayerCodes prev;
   double worst_e = 0, worst_t = 0;
   for (int k = 0; k < n; ++k) {
@@ -59,9 +96,11 @@ void compare(Setup& s, int n, double tstop) {
     opt.from_previous = true;
     opt.tstop = tstop;
     ImageTransient ref, fast;
+    opt.points = engine_points;
     Status st = image_transient(s.hw, c, prev, k, opt, {0.1 * tstop, 0.3 * tstop}, ref);
     REQUIRE_MESSAGE(st.ok(), st.to_string());
     opt.tstop = 0;
+    opt.points = 500;
     st = s.ft.run(c, prev, k, opt, {0.1 * tstop, 0.3 * tstop}, fast);
     REQUIRE_MESSAGE(st.ok(), st.to_string());
     const double de = std::fabs(fast.energy_j - ref.energy_j) / ref.energy_j;
@@ -98,4 +137,12 @@ TEST_CASE("nn fast transient: equals the engine's transient of the full netlist 
 TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (hybrid, 24-8-4)") {
   Setup s({24, 8, 4}, MappingMode::Hybrid, 24);
   compare(s, images_from_env(6), 10e-6);
+}
+
+// The issue's check on the shipped network: 20 MNIST test images (ANASIM_FAST_TRAN_IMAGES), each through the engine's
+// transient of the full mapped netlist (~200,000 crossbar cells with wires; minutes per image) and the fast path.
+// The engine runs to twice the default tstop with the fast path's largest step.
+TEST_CASE("nn slow: fast transient equals the engine's transient on the shipped 784-128-10" * doctest::skip()) {
+  Shipped s;
+  compare(s, images_from_env(20), 2 * default_tstop(s.cfg, static_cast<int>(s.map.layers.size())), 1000);
 }
