@@ -20,13 +20,24 @@ using namespace anasim::nn_test;
 
 namespace {
 
-struct Setup {
+// A mapped network, its inputs x and the fast transient prepared on it (filled in by the constructors below).
+struct Prepared {
   Mlp net;
   MatrixRf x;
   HardwareConfig cfg = default_hardware_config();
   MappedNetwork map;
   HardwareInstance hw;
   FastTransient ft;
+  // The DAC codes of every layer for input row k (the DC path's evaluation).
+  LayerCodes codes(int k) {
+    std::vector<LayerVoltages> fv;
+    LayerCodes c;
+    REQUIRE(ft.dc().evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
+    return c;
+  }
+};
+
+struct Setup : Prepared {
   Setup(const std::vector<int>& sizes, MappingMode mode, int images) {
     REQUIRE(make_mlp(sizes, 3, net).ok());
     Rng rng(5);
@@ -43,23 +54,11 @@ struct Setup {
     realize(map, cfg.seed, 0, hw);
     REQUIRE(ft.prepare(hw).ok());
   }
-  LayerCodes codes(int k) {
-    std::vector<LayerVoltages> fv;
-    LayerCodes c;
-    REQUIRE(ft.dc().evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
-    return c;
-  }
 };
 
 // The shipped 784-128-10 network on its shipped hardware (data/), the MNIST test images (calibrated on the training
 // images, as `anasim nn energy` does).
-struct Shipped {
-  Mlp net;
-  MatrixRf x;
-  HardwareConfig cfg;
-  MappedNetwork map;
-  HardwareInstance hw;
-  FastTransient ft;
+struct Shipped : Prepared {
   Shipped() {
     REQUIRE(load_model(std::string(ANASIM_SOURCE_DIR) + "/data/mlp_784_128_10.h5", net).ok());
     REQUIRE(load_hardware_config(std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml", cfg).ok());
@@ -75,19 +74,12 @@ struct Shipped {
     realize(map, cfg.seed, 0, hw);
     REQUIRE(ft.prepare(hw).ok());
   }
-  LayerCodes codes(int k) {
-    std::vector<LayerVoltages> fv;
-    LayerCodes c;
-    REQUIRE(ft.dc().evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
-    return c;
-  }
 };
 
 // Fast path against the engine on `n` images stepping from the previous one (image 0 from reset); tstop: the
 // engine's run (the fast path stops once settled), engine_points its tstop / largest step (the fast path's largest
 // step is default_tstop / 500).
-template <class S>
-void compare(S& s, int n, double tstop, int engine_points = 500) {
+void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
   LayerCodes prev;
   double worst_e = 0, worst_t = 0;
   for (int k = 0; k < n; ++k) {
