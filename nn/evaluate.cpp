@@ -151,11 +151,10 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
     for (size_t l = 0; l + 1 < map.layers.size(); ++l) {
       if (!map.layers[l + 1].dac_rows) continue;
       const LayerMapping& nm = map.layers[l + 1];
-      const double kmax = static_cast<double>(adc_max_code(map.layers[l].adc_spec));
       bool same = true;
       for (int j = 0; j < map.layers[l].outputs; ++j) {
         const long code = adc_code(hw, static_cast<int>(l), j, volt(names.tia_out[l][j]));
-        same = same && input_code(nm, std::max(0.0, static_cast<double>(code)) / kmax) == codes[l + 1][j];
+        same = same && relu_code(map.layers[l], nm, code) == codes[l + 1][j];
       }
       rep.code_mismatches += !same;
     }

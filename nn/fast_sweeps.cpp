@@ -333,11 +333,8 @@ void FastEvaluator::Impl::next_codes(const Work& w, int l, std::vector<long>& co
   const FastLayer& f = layers[l];
   const FastLayer& nf = layers[l + 1];
   codes.resize(f.C);
-  const double kmax = static_cast<double>(adc_max_code(f.m->adc_spec));
-  for (int j = 0; j < f.C; ++j) {
-    const long k = adc_code(*hw, l, j, w.x[l][static_cast<size_t>(j) * f.kernel.L.n + f.kernel.L.y]);
-    codes[j] = input_code(*nf.m, std::max(0.0, static_cast<double>(k)) / kmax);  // digital ReLU, requantized
-  }
+  for (int j = 0; j < f.C; ++j)
+    codes[j] = relu_code(*f.m, *nf.m, adc_code(*hw, l, j, w.x[l][static_cast<size_t>(j) * f.kernel.L.n + f.kernel.L.y]));
 }
 
 // True when every layer's periphery is ideal and linear: hybrid mode (each layer's outputs digitised, its inputs
@@ -387,7 +384,6 @@ void FastEvaluator::Impl::classify_direct(Eigen::MatrixXd& V, std::uint64_t samp
       V.resize(nf.pairs > 0 ? nf.pairs : nf.P, nb);
       next.resize(f.C);
     }
-    const double kmax = static_cast<double>(adc_max_code(f.m->adc_spec));
     for (int k = 0; k < nb; ++k) {
       int best = 0;
       long best_code = -1;
@@ -396,7 +392,7 @@ void FastEvaluator::Impl::classify_direct(Eigen::MatrixXd& V, std::uint64_t samp
         if (noise) ic -= read_noise_current(*hw, l, j, sample0 + static_cast<std::uint64_t>(k));
         const long code = adc_code(*hw, l, j, f.li->res[static_cast<size_t>(j) * kNumPeripheryRes + kResRf] * ic);
         if (l + 1 < L) {
-          next[j] = input_code(*layers[l + 1].m, std::max(0.0, static_cast<double>(code)) / kmax);  // digital ReLU
+          next[j] = relu_code(*f.m, *layers[l + 1].m, code);
         } else {
           if (codes) codes[static_cast<size_t>(k) * f.C + j] = code;
           if (code > best_code) {

@@ -21,6 +21,7 @@
 //   ADC layers       codes over [-swing, swing] (last layer) or [0, y(a_cal)] (hybrid hidden: the ADC clips the
 //                    negative half, the digital ReLU is max(code, 0), requantized to the next DAC's bits).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -234,6 +235,12 @@ double series_resistance(const HardwareConfig& cfg, double r);
 inline long input_code(const LayerMapping& lm, double x) {
   const DacSpec& s = lm.dac;
   return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin));
+}
+
+// Hybrid mode: the DAC code that layer `to` receives for ADC code `adc` of the layer before it, `from`: the digital
+// ReLU (negative codes to 0), requantized to the DAC.
+inline long relu_code(const LayerMapping& from, const LayerMapping& to, long adc) {
+  return input_code(to, std::max(0.0, static_cast<double>(adc)) / static_cast<double>(adc_max_code(from.adc_spec)));
 }
 
 }  // namespace anasim::nn
