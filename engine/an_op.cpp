@@ -1,6 +1,9 @@
 // .op driver and helpers shared by the analysis drivers.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <string_view>
+#include <unordered_map>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
 #include "engine/newton.hpp"
@@ -70,6 +73,21 @@ std::vector<std::pair<UnknownIndex, double>> forced_ics(const Circuit& c, const 
   std::vector<std::pair<UnknownIndex, double>> f;
   for (const auto& [node, v] : fn.ics) f.emplace_back(c.node_unknown(node), v);
   return f;
+}
+
+bool apply_guess(const Circuit& c, const FlatNetlist& fn, std::vector<double>& x) {
+  if (fn.guess.empty()) return false;
+  std::unordered_map<std::string_view, int> id;
+  const auto& names = c.node_names();
+  id.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) id.emplace(names[i], static_cast<int>(i));
+  for (const auto& [node, v] : fn.guess) {
+    const auto it = id.find(node);
+    if (it == id.end() || !std::isfinite(v)) continue;
+    const UnknownIndex u = c.node_unknown(NodeId(it->second));
+    if (!u.is_ground()) x[u.v] = v;
+  }
+  return true;
 }
 
 Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {

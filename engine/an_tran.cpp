@@ -42,7 +42,8 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   // Initial state at t = 0.
   if (!a.uic) {
     s.set_forced(forced_ics(c, fn));
-    Status st = s.operating_point();
+    // With a guess: Newton from it first (operating_point's continuation), the cold-start strategy if that fails.
+    Status st = s.operating_point(apply_guess(c, fn, s.x()));
     if (!st) {
       st.errors[0].message = "transient initial operating point: " + st.errors[0].message;
       return st;

@@ -53,5 +53,8 @@ std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const
 
 // Shared by the drivers: .ic values as forced unknowns.
 std::vector<std::pair<UnknownIndex, double>> forced_ics(const Circuit& c, const FlatNetlist& fn);
+// FlatNetlist::guess written into x (size n + 1) by circuit node name (names the circuit lacks are skipped, as are
+// non-finite values); false, x unchanged, when there is no guess.
+bool apply_guess(const Circuit& c, const FlatNetlist& fn, std::vector<double>& x);
 
 }  // namespace anasim

@@ -94,6 +94,11 @@ struct FlatNetlist {
   std::vector<Analysis> analyses;
   Options options;
   std::vector<std::pair<NodeId, double>> ics;  // .ic node voltages [V]
+  // Newton's starting point for the operating point of .tran (without uic) [V], by circuit node name (device-internal
+  // nodes included, "utia0_3#p"); nodes not named start at 0 V. Unlike ics nothing is forced: a warm start from a
+  // known nearby state (the NN fast path's DC solution), falling back to the cold-start strategy. Set by callers
+  // that build netlists in code; no netlist syntax.
+  std::vector<std::pair<std::string, double>> guess;
   std::vector<std::string> outputs;            // requested signals, empty = all
   std::vector<MeasureSpec> measures;           // .meas requests, run on each analysis of their kind
   std::map<std::string, double> params;        // top-level parameter values

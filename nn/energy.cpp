@@ -71,7 +71,7 @@ std::vector<int> classes_at(const HardwareInstance& hw, const std::vector<double
 // false then).
 Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample,
                 const TransientOptions& opt, double tstop, const std::vector<double>& sample_times,
-                ImageTransient& out, bool& settled) {
+                const std::vector<LayerVoltages>* start, ImageTransient& out, bool& settled) {
   const MappedNetwork& map = *hw.map;
   TranSpec ts;
   if (opt.from_previous) ts.from = from;
@@ -79,7 +79,10 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   ts.tmax = tstop / std::max(10, opt.points);
   FlatNetlist fn;
   NetlistNames names;
+  const auto t0 = Clock::now();
   if (Status st = build_netlist(hw, codes, sample, fn, names, &ts); !st) return st;
+  if (start) fn.guess = periphery_node_voltages(map, *start);
+  out.seconds_build += std::chrono::duration<double>(Clock::now() - t0).count();
   const std::vector<std::string>& ys = names.tia_out.back();
   for (const auto& y : ys) fn.outputs.push_back(fmt::format("v({})", y));
   RunResults rr;
@@ -88,6 +91,7 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   const std::vector<double>& t = res.sweep;
   out.timepoints = res.stats.timepoints;
   out.seconds += res.stats.seconds;
+  out.engine.add(res.stats);
   out.tstop_s = tstop;
   if (t.size() < 2) return Status::numerical("network transient: fewer than two time points");
 
@@ -221,12 +225,12 @@ double default_tstop(const HardwareConfig& cfg, int layers) {
 
 Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from,
                        std::uint64_t sample, const TransientOptions& opt, const std::vector<double>& sample_times,
-                       ImageTransient& out) {
+                       ImageTransient& out, const std::vector<LayerVoltages>* start) {
   out = ImageTransient{};
   double tstop = opt.tstop > 0 ? opt.tstop : default_tstop(hw.map->cfg, static_cast<int>(hw.map->layers.size()));
   for (int tries = 0; tries <= 6; ++tries, tstop *= 2) {
     bool settled = false;
-    if (Status st = run_once(hw, codes, from, sample, opt, tstop, sample_times, out, settled); !st) return st;
+    if (Status st = run_once(hw, codes, from, sample, opt, tstop, sample_times, start, out, settled); !st) return st;
     if (settled) return {};
     if (opt.tstop > 0) break;
   }
@@ -271,6 +275,7 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
   // Images in chunks over the MPI ranks (engine/distribute.hpp; one rank without mpirun), each chunk's images in
   // parallel on the rank's threads; every rank ends with every image's result.
   const LayerCodes none;
+  const std::vector<float> zeros(static_cast<size_t>(test.images.cols()), 0.0f);
   auto chunk = [&](const std::vector<long>& items, std::vector<std::vector<double>>& out) -> Status {
     const int m = static_cast<int>(items.size());
     std::vector<ImageTransient> ims(m);
@@ -278,8 +283,19 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     auto one = [&](int i) {
       const int k = static_cast<int>(items[i]);
       const LayerCodes& prev = k > 0 ? codes[k - 1] : none;
-      st[i] = opt.engine ? image_transient(hw, codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i])
-                         : ft.run(codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i]);
+      if (!opt.engine) {
+        st[i] = ft.run(codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i]);
+        return;
+      }
+      // The engine's initial operating point starts from the fast DC path's state before the step: the previous
+      // image's, or an all-zero input's for the reset state (input codes 0; hybrid layers' codes then come from
+      // the DC path rather than the reset's 0, so it is a nearby guess there). A cold start if that fails.
+      const bool step = opt.from_previous && k > 0;
+      std::vector<LayerVoltages> start;
+      const bool warm = fe.evaluate_one(step ? test.images.row(k - 1).data() : zeros.data(),
+                                        static_cast<std::uint64_t>(step ? k - 1 : k), start).ok();
+      st[i] = image_transient(hw, codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i],
+                              warm ? &start : nullptr);
     };
     if (opt.engine) {
       for (int i = 0; i < m; ++i) one(i);

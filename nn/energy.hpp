@@ -6,6 +6,7 @@
 #include <vector>
 #include "engine/checkpoint.hpp"
 #include "nn/dataset.hpp"
+#include "nn/fast_eval.hpp"
 #include "nn/hardware.hpp"
 #include "nn/mlp.hpp"
 #include "nn/netlist_builder.hpp"
@@ -37,6 +38,8 @@ struct ImageTransient {
   std::vector<double> t;          // [s] with TransientOptions::keep_waveforms: the time points
   std::vector<std::vector<double>> y;  // [V] and the last layer's outputs there (per neuron, per time point)
   double seconds = 0;             // [s] wall time of the engine run(s)
+  SolverStats engine;             // image_transient: the engine's counts, summed over its runs (seconds: simulate())
+  double seconds_build = 0;       // [s] image_transient: building the netlists (build_netlist)
 };
 
 struct TransientOptions {
@@ -58,9 +61,13 @@ int class_at_time(const ImageTransient& it, double ts);
 // codes before the step, used when opt.from_previous) and reduces it to settling time, energy and classes at
 // the sampling times `sample_times` [s] (outputs linearly interpolated between time points; after tstop: the
 // final class). Errors: the engine's, or no settling within 2^6 doublings of the automatic tstop.
+// start (optional): the fast DC path's periphery voltages of the state before the step (FastEvaluator::evaluate_one
+// of the input whose codes `from` are, or of an all-zero input for the reset state), the initial operating point's
+// Newton starting point (FlatNetlist::guess, as compare_reference's warm start): a few Newton iterations of the full
+// matrix instead of the cold-start strategy; the solution is the engine's own either way. nullptr: a cold start.
 Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from,
                        std::uint64_t sample, const TransientOptions& opt, const std::vector<double>& sample_times,
-                       ImageTransient& out);
+                       ImageTransient& out, const std::vector<LayerVoltages>* start = nullptr);
 
 // First guess of the run length of hw's network [s]: per layer 30 closed-loop time constants of the op-amp
 // (1 / (2 pi gbw) times a noise gain of 10) plus two full swings at the slew rate (level 2), at least

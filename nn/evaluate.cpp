@@ -34,6 +34,33 @@ double accuracy_of(const std::vector<int>& pred, const std::vector<int>& labels,
 
 }  // namespace
 
+std::vector<std::pair<std::string, double>> periphery_node_voltages(const MappedNetwork& map,
+                                                                    const std::vector<LayerVoltages>& fv) {
+  std::vector<std::pair<std::string, double>> out;
+  auto set = [&](std::string node, double v) { out.emplace_back(std::move(node), v); };
+  for (size_t l = 0; l < map.layers.size(); ++l) {
+    const LayerVoltages& v = fv[l];
+    for (int j = 0; j < map.layers[l].outputs; ++j) {
+      set(fmt::format("c{}_{}", l, j), v.c[j]);
+      set(fmt::format("y{}_{}", l, j), v.y[j]);
+      set(fmt::format("utia{}_{}#p", l, j), v.p[3 * j]);
+      if (!map.layers[l].rectifier) continue;
+      set(fmt::format("s{}_{}", l, j), v.s[j]);
+      set(fmt::format("a{}_{}", l, j), v.a[j]);
+      set(fmt::format("h{}_{}", l, j), v.h[j]);
+      set(fmt::format("t{}_{}", l, j), v.t[j]);
+      set(fmt::format("hn{}_{}", l, j), v.hn[j]);
+      set(fmt::format("urect{}_{}#p", l, j), v.p[3 * j + 1]);
+      set(fmt::format("uinv{}_{}#p", l, j), v.p[3 * j + 2]);
+      if (!v.d1i.empty()) {
+        set(fmt::format("d1{}_{}#internal", l, j), v.d1i[j]);
+        set(fmt::format("d2{}_{}#internal", l, j), v.d2i[j]);
+      }
+    }
+  }
+  return out;
+}
+
 Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const MatrixRf& x, int n,
                          ReferenceReport& rep, bool warm_start, const std::function<void(int)>& progress) {
   const MappedNetwork& map = *hw.map;
@@ -92,26 +119,7 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
         const UnknownIndex u = circuit.node_unknown(NodeId(it->second));
         if (!u.is_ground()) xs[u.v] = v;
       };
-      for (size_t l = 0; l < map.layers.size(); ++l) {
-        const LayerVoltages& v = fv[l];
-        for (int j = 0; j < map.layers[l].outputs; ++j) {
-          set(fmt::format("c{}_{}", l, j), v.c[j]);
-          set(fmt::format("y{}_{}", l, j), v.y[j]);
-          set(fmt::format("utia{}_{}#p", l, j), v.p[3 * j]);
-          if (!map.layers[l].rectifier) continue;
-          set(fmt::format("s{}_{}", l, j), v.s[j]);
-          set(fmt::format("a{}_{}", l, j), v.a[j]);
-          set(fmt::format("h{}_{}", l, j), v.h[j]);
-          set(fmt::format("t{}_{}", l, j), v.t[j]);
-          set(fmt::format("hn{}_{}", l, j), v.hn[j]);
-          set(fmt::format("urect{}_{}#p", l, j), v.p[3 * j + 1]);
-          set(fmt::format("uinv{}_{}#p", l, j), v.p[3 * j + 2]);
-          if (!v.d1i.empty()) {
-            set(fmt::format("d1{}_{}#internal", l, j), v.d1i[j]);
-            set(fmt::format("d2{}_{}#internal", l, j), v.d2i[j]);
-          }
-        }
-      }
+      for (const auto& [node, v] : periphery_node_voltages(map, fv)) set(node, v);
       solver->ctx().mode = LoadContext::Mode::Dc;
       solver->ctx().srcfact = 1.0;
       solved = solver->newton(fn.options.itl1, false).ok();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 #include "engine/checkpoint.hpp"
 #include "nn/dataset.hpp"
@@ -28,6 +29,13 @@ struct ReferenceReport {
   long newton_iterations = 0;     // MNA Newton iterations over all samples
   bool warm_start = false;
 };
+
+// The fast path's periphery voltages of one input (FastEvaluator::evaluate_one) as (circuit node name, value [V]) of
+// build_netlist's circuit: TIA summing nodes and outputs, rectifier and inverter nodes, diode series-resistance
+// nodes, level-2 op-amp pole nodes ("utia0_3#p"). The starting point of a warm-started MNA Newton (compare_reference;
+// the network transient's initial operating point, FlatNetlist::guess); the crossbar nodes are linear and need none.
+std::vector<std::pair<std::string, double>> periphery_node_voltages(const MappedNetwork& map,
+                                                                    const std::vector<LayerVoltages>& fv);
 
 // Compares `fast` (prepared for `hw`) with NewtonSolver::operating_point on build_netlist's circuit for test
 // images rows [0, n) of `x` (the circuit is built once; DAC codes are changed per sample and re-solved).

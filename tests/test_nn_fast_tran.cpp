@@ -28,12 +28,18 @@ struct Prepared {
   MappedNetwork map;
   HardwareInstance hw;
   FastTransient ft;
-  // The DAC codes of every layer for input row k (the DC path's evaluation).
-  LayerCodes codes(int k) {
-    std::vector<LayerVoltages> fv;
+  // The DAC codes of every layer for input row k (the DC path's evaluation); fv receives its periphery voltages.
+  LayerCodes codes(int k, std::vector<LayerVoltages>& fv) {
     LayerCodes c;
     REQUIRE(ft.dc().evaluate_one(x.row(k).data(), static_cast<std::uint64_t>(k), fv, &c).ok());
     return c;
+  }
+  // The periphery voltages of an all-zero input (input codes 0: the reset state's input DACs).
+  std::vector<LayerVoltages> zero_input() {
+    const std::vector<float> zeros(static_cast<size_t>(x.cols()), 0.0f);
+    std::vector<LayerVoltages> fv;
+    REQUIRE(ft.dc().evaluate_one(zeros.data(), 0, fv).ok());
+    return fv;
   }
 };
 
@@ -78,18 +84,20 @@ struct Shipped : Prepared {
 
 // Fast path against the engine on `n` images stepping from the previous one (image 0 from reset); tstop: the
 // engine's run (the fast path stops once settled), engine_points its tstop / largest step (the fast path's largest
-// step is default_tstop / 500).
+// step is default_tstop / 500). The engine's initial operating point starts from the fast DC path's state before
+// the step (image_transient's warm start).
 void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
   LayerCodes prev;
+  std::vector<LayerVoltages> prev_v = s.zero_input(), fv;
   double worst_e = 0, worst_t = 0;
   for (int k = 0; k < n; ++k) {
-    const LayerCodes c = s.codes(k);
+    const LayerCodes c = s.codes(k, fv);
     TransientOptions opt;
     opt.from_previous = true;
     opt.tstop = tstop;
     ImageTransient ref, fast;
     opt.points = engine_points;
-    Status st = image_transient(s.hw, c, prev, k, opt, {0.1 * tstop, 0.3 * tstop}, ref);
+    Status st = image_transient(s.hw, c, prev, k, opt, {0.1 * tstop, 0.3 * tstop}, ref, &prev_v);
     REQUIRE_MESSAGE(st.ok(), st.to_string());
     opt.tstop = 0;
     opt.points = 500;
@@ -100,6 +108,9 @@ void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
     MESSAGE(fmt::format("image {}: settle {:.6g} / {:.6g} s ({:.2e}), energy {:.6g} / {:.6g} J ({:.2e}), points {} / "
                         "{}, {:.3f} / {:.3f} s", k, fast.settle_s, ref.settle_s, dt, fast.energy_j, ref.energy_j, de,
                         fast.timepoints, ref.timepoints, fast.seconds, ref.seconds));
+    MESSAGE(fmt::format("  engine: {} Newton iterations, {} factorizations ({} refactorizations), {} rejected steps, "
+                        "netlist {:.3f} s", ref.engine.newton_iterations, ref.engine.factorizations,
+                        ref.engine.refactorizations, ref.engine.rejected, ref.seconds_build));
     for (int p = 0; p < kNumEnergyParts; ++p)
       MESSAGE(fmt::format("  {}: {:.6g} / {:.6g}", energy_part_name(p), fast.energy_parts_j[p], ref.energy_parts_j[p]));
     CHECK(de <= 1e-3);
@@ -109,6 +120,7 @@ void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
     worst_e = std::max(worst_e, de);
     worst_t = std::max(worst_t, dt);
     prev = c;
+    prev_v = fv;
   }
   MESSAGE(fmt::format("worst relative difference over {} images: energy {:.2e}, settling time {:.2e}", n, worst_e,
                       worst_t));
