@@ -531,6 +531,38 @@ bool SparseLU<T>::prefers_multifrontal(int n, const int* Ap, const int* Ai) {
 }
 
 template <class T>
+std::vector<int> SparseLU<T>::hinted_order(int n, const int* Ap, const int* Ai) const {
+  if (hint_.empty() || hint_.size() < kHintMinShare * n) return {};
+  std::vector<int> rest(n, -1);  // unknown -> its index among the unknowns the hint leaves out, or -2
+  for (int u : hint_) {
+    if (u < 0 || u >= n || rest[u] == -2) return {};  // not a set of this pattern's unknowns
+    rest[u] = -2;
+  }
+  std::vector<int> glob;
+  for (int u = 0; u < n; ++u)
+    if (rest[u] == -1) {
+      rest[u] = static_cast<int>(glob.size());
+      glob.push_back(u);
+    }
+  std::vector<int> order;
+  order.reserve(n);
+  if (!glob.empty()) {  // AMD on the submatrix of the unknowns left out
+    std::vector<int> sp(1, 0), si;
+    for (int c : glob) {
+      for (int p = Ap[c]; p < Ap[c + 1]; ++p)
+        if (rest[Ai[p]] >= 0) si.push_back(rest[Ai[p]]);
+      sp.push_back(static_cast<int>(si.size()));
+    }
+    double lnz, pairs;
+    std::vector<int> perm;
+    if (!amd_fill_estimate(static_cast<int>(glob.size()), sp.data(), si.data(), lnz, pairs, &perm)) return {};
+    for (int k : perm) order.push_back(glob[k]);
+  }
+  order.insert(order.end(), hint_.begin(), hint_.end());
+  return order;
+}
+
+template <class T>
 bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   n_ = n;
   Ap_ = Ap;
@@ -538,10 +570,27 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   split_.reset();
   umfpack_.reset();
   factored_ = false;
-  if (solver_ == LinearSolver::Umfpack || (solver_ == LinearSolver::Auto && prefers_multifrontal(n, Ap, Ai))) {
+  // UMFPACK's order: the hint's, else AMD's where its fill is moderate, else (empty) METIS's
+  std::vector<int> order;
+  bool multifrontal = solver_ == LinearSolver::Umfpack;
+  if (solver_ != LinearSolver::Klu && (multifrontal || n >= kMultifrontalMinUnknowns)) {
+    order = hinted_order(n, Ap, Ai);
+    if (!order.empty()) {
+      multifrontal = true;
+    } else {
+      double lnz = 0, pairs = 0;
+      if (amd_fill_estimate(n, Ap, Ai, lnz, pairs, &order)) {
+        multifrontal = multifrontal || pairs >= kMultifrontalMinFlops;
+        if (pairs > kAmdMaxPairsPerUnknown * n) order.clear();
+      } else {
+        order.clear();
+      }
+    }
+  }
+  if (multifrontal) {
     umfpack_ = std::make_unique<UmfpackLU<T>>();
     split_pending_ = whole_analyzed_ = false;
-    if (umfpack_->analyze(n, Ap, Ai)) return true;
+    if (umfpack_->analyze(n, Ap, Ai, order.empty() ? nullptr : order.data())) return true;
     umfpack_.reset();  // rejected (or out of memory): KLU
   }
   split_pending_ = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&

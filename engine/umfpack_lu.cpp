@@ -62,7 +62,7 @@ void UmfpackLU<T>::free_numeric() {
 }
 
 template <class T>
-bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai) {
+bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* order) {
   free_numeric();
   if (symbolic_) {
     if constexpr (kReal<T>) umfpack_di_free_symbolic(&symbolic_);
@@ -71,11 +71,12 @@ bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
+  control_[UMFPACK_ORDERING] = order ? UMFPACK_ORDERING_GIVEN : UMFPACK_ORDERING_METIS;
   int status;
   if constexpr (kReal<T>)
-    status = umfpack_di_symbolic(n, n, Ap, Ai, nullptr, &symbolic_, control_.data(), info_.data());
+    status = umfpack_di_qsymbolic(n, n, Ap, Ai, nullptr, order, &symbolic_, control_.data(), info_.data());
   else
-    status = umfpack_zi_symbolic(n, n, Ap, Ai, nullptr, nullptr, &symbolic_, control_.data(), info_.data());
+    status = umfpack_zi_qsymbolic(n, n, Ap, Ai, nullptr, nullptr, order, &symbolic_, control_.data(), info_.data());
   if (status != UMFPACK_OK) {
     symbolic_ = nullptr;
     return false;
@@ -122,11 +123,13 @@ void UmfpackLU<T>::solve(T* b) {
 template class UmfpackLU<double>;
 template class UmfpackLU<std::complex<double>>;
 
-bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops) {
-  std::vector<int> perm(n);
+bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops, std::vector<int>* perm) {
+  std::vector<int> own;
+  std::vector<int>& p = perm ? *perm : own;
+  p.resize(n);
   double control[AMD_CONTROL], info[AMD_INFO];
   amd_defaults(control);
-  const int status = amd_order(n, Ap, Ai, perm.data(), control, info);
+  const int status = amd_order(n, Ap, Ai, p.data(), control, info);
   if (status != AMD_OK && status != AMD_OK_BUT_JUMBLED) return false;
   lnz = info[AMD_LNZ];
   flops = info[AMD_NMULTSUBS_LU];

@@ -1,5 +1,6 @@
 // Sparse LU with SuiteSparse UMFPACK (multifrontal, dense frontal matrices through BLAS) on a METIS
-// nested-dissection ordering: symbolic analysis once per pattern, a numeric factorization per value set.
+// nested-dissection ordering or a given one: symbolic analysis once per pattern, a numeric factorization per
+// value set.
 // SparseLU (sparse_lu.hpp) chooses it over KLU for large matrices whose factors fill in (grid-like arrays).
 #pragma once
 #include <complex>
@@ -16,9 +17,11 @@ class UmfpackLU {
   UmfpackLU(const UmfpackLU&) = delete;
   UmfpackLU& operator=(const UmfpackLU&) = delete;
 
-  // Symbolic analysis (METIS ordering of A + A^T, symmetric strategy) of pattern (Ap size n+1, Ai size nnz);
-  // the arrays must outlive this object. Returns false if UMFPACK rejects the pattern or runs out of memory.
-  bool analyze(int n, const int* Ap, const int* Ai);
+  // Symbolic analysis (symmetric strategy) of pattern (Ap size n+1, Ai size nnz) on the fill-reducing order
+  // `order` (size n, a permutation: order[k] = the unknown eliminated k-th) or, without one, on METIS nested
+  // dissection of A + A^T; the arrays must outlive this object (order need not). Returns false if UMFPACK
+  // rejects the pattern (or the order) or runs out of memory.
+  bool analyze(int n, const int* Ap, const int* Ai, const int* order = nullptr);
   // Numeric factorization of values Ax (size nnz), kept (copied) for the iterative refinement of solve().
   // Returns false if the matrix is singular (or memory runs out).
   bool factor(const T* Ax);
@@ -48,7 +51,9 @@ extern template class UmfpackLU<double>;
 extern template class UmfpackLU<std::complex<double>>;
 
 // Estimated LU work of the fill-reducing minimum-degree ordering KLU uses (AMD on A + A^T): entries of L
-// (below the diagonal) and multiply-subtract pairs of an LU factorization. Returns false if AMD fails.
-bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops);
+// (below the diagonal) and multiply-subtract pairs of an LU factorization; perm (optional) receives the
+// ordering (size n). Returns false if AMD fails.
+bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops,
+                       std::vector<int>* perm = nullptr);
 
 }  // namespace anasim
