@@ -28,17 +28,8 @@ Status validate_adc(const AdcSpec& s, std::string* param) {
   return {};
 }
 
-long adc_convert(const AdcSpec& s, double v, std::uint64_t sample, int k, const double* inl) {
-  double x = v * (1.0 + s.gain_error) + s.offset;
-  if (s.noise > 0) x += s.noise * rnd::normal(s.seed, rnd::kAdcNoise, sample * kMaxInputs + static_cast<std::uint64_t>(k));
-  const double u = (x - s.vmin) / adc_lsb(s);  // [LSB], code centres at integers
-  const long kmax = adc_max_code(s);
-  const double c = std::round(u);
-  long code = !(c > 0) ? 0 : c >= static_cast<double>(kmax) ? kmax : static_cast<long>(c);  // !(c > 0): also NaN
-  if (!inl) return code;
-  while (code > 0 && u < static_cast<double>(code) - 0.5 + inl[code]) --code;
-  while (code < kmax && u >= static_cast<double>(code) + 0.5 + inl[code + 1]) ++code;
-  return code;
+double adc_noise_draw(const AdcSpec& s, std::uint64_t sample, int k) {
+  return rnd::normal(s.seed, rnd::kAdcNoise, sample * kMaxInputs + static_cast<std::uint64_t>(k));
 }
 
 Adc::Adc(std::string name, SourceLoc loc, const AdcSpec& spec, std::vector<NodeId> inputs, NodeId ref)

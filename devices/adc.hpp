@@ -13,6 +13,7 @@
 #include <vector>
 #include "engine/elaborate.hpp"
 #include "engine/stamps.hpp"
+#include "devices/quantizer.hpp"
 
 namespace anasim {
 
@@ -34,11 +35,30 @@ const ParamTable& adc_params();
 Status validate_adc(const AdcSpec& s, std::string* param = nullptr);
 inline long adc_max_code(const AdcSpec& s) { return (1L << s.bits) - 1; }
 inline double adc_lsb(const AdcSpec& s) { return (s.vmax - s.vmin) / static_cast<double>(adc_max_code(s)); }
+// The comparator-noise draw n (standard normal) of input k at sample number `sample`, from s.seed as is.
+double adc_noise_draw(const AdcSpec& s, std::uint64_t sample, int k);
 // Code of input voltage v [V] for input k at sample number `sample` (noise drawn from s.seed as is). inl (nullptr,
 // or 2^N values [LSB], static per-code INL): the threshold between codes k-1 and k moves from k - 0.5 to
 // k - 0.5 + inl[k] LSB (with the thresholds in increasing order, the code is the number of them below the input);
 // inl[0] is unused.
-long adc_convert(const AdcSpec& s, double v, std::uint64_t sample, int k, const double* inl = nullptr);
+// The input after gain and offset [V] (before comparator noise) of input voltage v [V].
+inline double adc_input(const AdcSpec& s, double v) { return v * (1.0 + s.gain_error) + s.offset; }
+// Code of x, the input after gain, offset and noise [V], without INL (vectorizes in loops).
+inline long adc_quantize(const AdcSpec& s, double x) {
+  return quantize_code((x - s.vmin) / adc_lsb(s), static_cast<double>(adc_max_code(s)));
+}
+// Inline: the NN evaluation converts every output of every image.
+inline long adc_convert(const AdcSpec& s, double v, std::uint64_t sample, int k, const double* inl = nullptr) {
+  double x = adc_input(s, v);
+  if (s.noise > 0) x += s.noise * adc_noise_draw(s, sample, k);
+  long code = adc_quantize(s, x);
+  if (!inl) return code;
+  const double u = (x - s.vmin) / adc_lsb(s);  // [LSB]
+  const long kmax = adc_max_code(s);
+  while (code > 0 && u < static_cast<double>(code) - 0.5 + inl[code]) --code;
+  while (code < kmax && u >= static_cast<double>(code) + 0.5 + inl[code + 1]) ++code;
+  return code;
+}
 
 class Adc : public Device {
  public:

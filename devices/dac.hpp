@@ -18,6 +18,7 @@
 #include <vector>
 #include "engine/elaborate.hpp"
 #include "engine/stamps.hpp"
+#include "devices/quantizer.hpp"
 
 namespace anasim {
 
@@ -51,12 +52,7 @@ inline double dac_lsb(const DacSpec& s) { return (s.vmax - s.vmin) / static_cast
 // Nearest code to value [V] (halves away from zero, as std::round), clipped to 0 .. 2^N - 1; NaN gives 0. Inline:
 // it quantizes every pixel of every image.
 inline long dac_quantize(const DacSpec& s, double value) {
-  const double u = (value - s.vmin) / dac_lsb(s);
-  const long top = dac_max_code(s);
-  if (!(u >= 0.5)) return 0;                             // rounds to <= 0 (or NaN)
-  if (u >= static_cast<double>(top)) return top;
-  const long t = static_cast<long>(u);                   // truncation; u < 2^62, so u - t is exact
-  return std::min(top, u - static_cast<double>(t) >= 0.5 ? t + 1 : t);
+  return quantize_code((value - s.vmin) / dac_lsb(s), static_cast<double>(dac_max_code(s)));
 }
 // Static (noise-free) output of a code [V], INL/DNL included; O(code) with DNL, else O(1). The random draws
 // use s.seed as is.

@@ -26,6 +26,9 @@ struct FastLayer {
   std::vector<std::vector<double>> dac; // per physical DAC row: signed row voltage per code
   int first_dac = 0;                    // first physical row driven by a DAC
   long dac_max = 0;
+  // Hybrid mode, every layer but the last: the DAC code layer l+1 receives per ADC code of this layer (relu_code:
+  // the digital ReLU and requantization), indexed 0 .. the ADC's largest code.
+  std::vector<long> next_code;
   std::vector<double> ic_bias;          // C: column currents of the bias rows (analog layers)
   std::vector<double> ix_bias;          // P: row currents of the bias rows (analog layers)
   // With FastOptions::moments: the first moments of the port admittances (Y(s) = Y + s C1 + O(s^2)), i.e. the
@@ -38,6 +41,10 @@ struct FastLayer {
   // the pair's v; pairs = P/2 then, 0 when the rows are not antisymmetric, -1 before the first use.
   Eigen::MatrixXd Yd;
   int pairs = -1;
+  // Also made by the direct evaluation's first use: the pairs' (+v) voltage [V] of row pair i for code k at
+  // dac_pairs[k * pairs + i] (code-major: the common codes' voltages are contiguous), and the TIA feedback
+  // resistances [ohm] per column.
+  std::vector<double> dac_pairs, rf;
 };
 
 }  // namespace anasim::nn::fast

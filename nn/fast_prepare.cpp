@@ -182,6 +182,9 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       f.dac.push_back(std::move(tab));
       f.dac_max = nc - 1;
     }
+    f.next_code.clear();
+    if (cfg.mode == MappingMode::Hybrid && l + 1 < static_cast<int>(map.layers.size()))
+      for (long k = 0; k <= adc_max_code(m.adc_spec); ++k) f.next_code.push_back(relu_code(m, map.layers[l + 1], k));
     if (!m.dac_rows) {
       f.ic_bias.assign(f.C, 0.0);
       f.ix_bias.assign(f.P, 0.0);

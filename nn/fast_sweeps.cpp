@@ -331,10 +331,9 @@ int FastEvaluator::Impl::classify(const Work& w, long* out_codes) const {
 // Requantized DAC codes for layer l+1 from the ADC codes of hybrid layer l.
 void FastEvaluator::Impl::next_codes(const Work& w, int l, std::vector<long>& codes) const {
   const FastLayer& f = layers[l];
-  const FastLayer& nf = layers[l + 1];
   codes.resize(f.C);
   for (int j = 0; j < f.C; ++j)
-    codes[j] = relu_code(*f.m, *nf.m, adc_code(*hw, l, j, w.x[l][static_cast<size_t>(j) * f.kernel.L.n + f.kernel.L.y]));
+    codes[j] = f.next_code[adc_code(*hw, l, j, w.x[l][static_cast<size_t>(j) * f.kernel.L.n + f.kernel.L.y])];
 }
 
 // True when every layer's periphery is ideal and linear: hybrid mode (each layer's outputs digitised, its inputs
@@ -360,12 +359,23 @@ void FastEvaluator::Impl::prepare_direct() {
     f.Yd.resize(f.C, f.P / 2);
     for (int i = 0; i < f.P / 2; ++i) f.Yd.col(i) = f.Ycx.col(2 * i) - f.Ycx.col(2 * i + 1);
     f.pairs = f.P / 2;
+    f.dac_pairs.assign(static_cast<size_t>(f.dac_max + 1) * f.pairs, 0.0);
+    for (long k = 0; k <= f.dac_max; ++k)
+      for (int i = 0; i < f.pairs; ++i)
+        f.dac_pairs[static_cast<size_t>(k) * f.pairs + i] = f.dac[2 * i][i < f.m->inputs ? k : f.dac_max];
+  }
+  for (FastLayer& f : layers) {
+    f.rf.resize(f.C);
+    for (int j = 0; j < f.C; ++j) f.rf[j] = f.li->res[static_cast<size_t>(j) * kNumPeripheryRes + kResRf];
   }
 }
 
 void FastEvaluator::Impl::direct_voltages(const FastLayer& f, const long* codes, double* v) const {
   if (f.pairs <= 0) return dac_voltages(f, codes, v);
-  for (int i = 0; i < f.pairs; ++i) v[i] = f.dac[2 * i][i < f.m->inputs ? codes[i] : f.dac_max];
+  const double* t = f.dac_pairs.data();
+  const int n = f.pairs, ni = f.m->inputs;
+  for (int i = 0; i < ni; ++i) v[i] = t[static_cast<size_t>(codes[i]) * n + i];
+  for (int i = ni; i < n; ++i) v[i] = t[i];  // bias pairs: every code's entry holds the full-scale voltage
 }
 
 // classify() for direct(): the images of one chunk layer by layer, V their layer-0 row voltages (direct_voltages:
@@ -374,35 +384,31 @@ void FastEvaluator::Impl::classify_direct(Eigen::MatrixXd& V, std::uint64_t samp
                                           long* codes) const {
   const int L = static_cast<int>(layers.size()), nb = static_cast<int>(V.cols());
   Eigen::MatrixXd IC;
-  std::vector<long> next;
+  std::vector<long> code, next;
   for (int l = 0; l < L; ++l) {
     const FastLayer& f = layers[l];
     if (f.pairs > 0) IC.noalias() = f.Yd * V;
     else IC.noalias() = f.Ycx * V;
+    if (noise)
+      for (int k = 0; k < nb; ++k)
+        for (int j = 0; j < f.C; ++j) IC(j, k) -= read_noise_current(*hw, l, j, sample0 + static_cast<std::uint64_t>(k));
+    // The TIA outputs y = Rf (ic - noise).
+    IC.array().colwise() *= Eigen::Map<const Eigen::ArrayXd>(f.rf.data(), f.C);
     if (l + 1 < L) {
       const FastLayer& nf = layers[l + 1];
       V.resize(nf.pairs > 0 ? nf.pairs : nf.P, nb);
       next.resize(f.C);
     }
+    code.resize(f.C);
     for (int k = 0; k < nb; ++k) {
-      int best = 0;
-      long best_code = -1;
-      for (int j = 0; j < f.C; ++j) {
-        double ic = IC(j, k);
-        if (noise) ic -= read_noise_current(*hw, l, j, sample0 + static_cast<std::uint64_t>(k));
-        const long code = adc_code(*hw, l, j, f.li->res[static_cast<size_t>(j) * kNumPeripheryRes + kResRf] * ic);
-        if (l + 1 < L) {
-          next[j] = relu_code(*f.m, *layers[l + 1].m, code);
-        } else {
-          if (codes) codes[static_cast<size_t>(k) * f.C + j] = code;
-          if (code > best_code) {
-            best_code = code;
-            best = j;
-          }
-        }
+      adc_codes(*hw, l, IC.col(k).data(), f.C, code.data());
+      if (l + 1 < L) {
+        for (int j = 0; j < f.C; ++j) next[j] = f.next_code[code[j]];
+        direct_voltages(layers[l + 1], next.data(), V.col(k).data());
+        continue;
       }
-      if (l + 1 < L) direct_voltages(layers[l + 1], next.data(), V.col(k).data());
-      else classes[k] = best;
+      if (codes) std::copy(code.begin(), code.end(), codes + static_cast<size_t>(k) * f.C);
+      classes[k] = static_cast<int>(std::max_element(code.begin(), code.end()) - code.begin());
     }
   }
 }
@@ -445,7 +451,7 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
   if (codes) codes->assign(static_cast<size_t>(count) * nout, 0);
   const bool direct = I.opt.direct && I.direct();
   // The direct evaluation is all products: chunks 8x larger pack the admittances less often.
-  const int chunk = std::max(1, I.opt.chunk) * (direct ? 8 : 1);
+  const int chunk = std::max(1, I.opt.chunk) * (direct ? 4 : 1);
   const int nchunks = (count + chunk - 1) / chunk;
   long sweeps = 0, newton = 0, failures = 0;
   if (direct) I.prepare_direct();
@@ -454,16 +460,21 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
     Impl::Work w;
     I.init_work(w);
     Eigen::MatrixXd V, IC;
-    std::vector<std::vector<long>> cc;
+    std::vector<std::vector<long>> cc(chunk, std::vector<long>(f0.m->inputs));
 #pragma omp for schedule(dynamic, 1)
     for (int ch = 0; ch < nchunks; ++ch) {
       const int a = ch * chunk, nb = std::min(chunk, count - a);
       V.resize(direct && f0.pairs > 0 ? f0.pairs : f0.P, nb);
-      cc.assign(nb, {});
       for (int k = 0; k < nb; ++k) {
-        cc[k] = input_codes(*f0.m, x.row(first + a + k).data());
-        if (direct) I.direct_voltages(f0, cc[k].data(), V.col(k).data());
-        else I.dac_voltages(f0, cc[k].data(), V.col(k).data());
+        // input_codes (nn/netlist_builder.hpp), as a loop that vectorizes (a local copy of the DAC's spec).
+        const float* xi = x.row(first + a + k).data();
+        long* ci = cc[k].data();
+        const DacSpec dac = f0.m->dac;
+        const int ni = f0.m->inputs;
+#pragma omp simd
+        for (int i = 0; i < ni; ++i) ci[i] = input_code(dac, xi[i]);
+        if (direct) I.direct_voltages(f0, ci, V.col(k).data());
+        else I.dac_voltages(f0, ci, V.col(k).data());
       }
       if (direct) {
         I.classify_direct(V, sample0 + static_cast<std::uint64_t>(first + a), classes.data() + a,

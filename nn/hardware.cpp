@@ -553,9 +553,4 @@ double read_noise_current(const HardwareInstance& hw, int l, int j, std::uint64_
   return sigma * rnd::normal(hw.layers[l].noise_seed, 9, sample * n + static_cast<std::uint64_t>(j));
 }
 
-long adc_code(const HardwareInstance& hw, int l, int j, double v) {
-  const auto& inl = hw.layers[l].adc_inl;
-  return adc_convert(hw.map->layers[l].adc_spec, v, 0, j, inl.empty() ? nullptr : inl[j].data());
-}
-
 }  // namespace anasim::nn

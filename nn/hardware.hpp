@@ -218,7 +218,21 @@ void realize(const MappedNetwork& map, std::uint64_t seed, int trial, HardwareIn
 double read_noise_current(const HardwareInstance& hw, int l, int j, std::uint64_t sample);
 
 // ADC code of neuron j of layer l for input voltage v (the ADC transfer plus the INL threshold shifts).
-long adc_code(const HardwareInstance& hw, int l, int j, double v);
+inline long adc_code(const HardwareInstance& hw, int l, int j, double v) {
+  const auto& inl = hw.layers[l].adc_inl;
+  return adc_convert(hw.map->layers[l].adc_spec, v, 0, j, inl.empty() ? nullptr : inl[j].data());
+}
+// adc_code of neurons 0 .. n-1 of layer l for input voltages v[0 .. n-1] into codes (a vectorized loop when the
+// layer's ADCs have no INL and no comparator noise).
+inline void adc_codes(const HardwareInstance& hw, int l, const double* v, int n, long* codes) {
+  const AdcSpec s = hw.map->layers[l].adc_spec;
+  if (hw.layers[l].adc_inl.empty() && !(s.noise > 0)) {
+#pragma omp simd
+    for (int j = 0; j < n; ++j) codes[j] = adc_quantize(s, adc_input(s, v[j]));
+    return;
+  }
+  for (int j = 0; j < n; ++j) codes[j] = adc_code(hw, l, j, v[j]);
+}
 
 // The E96 resistance nearest to r > 0 [ohm] (nearest in log R: the ratio closest to 1).
 double e96_nearest(double r);
@@ -232,10 +246,8 @@ double series_resistance(const HardwareConfig& cfg, double r);
 
 // DAC input code of a network input a of layer l (x = clip((a - 0) / in_range, 0, 1) -> round(x * max code)).
 // Inline: it runs for every pixel of every image.
-inline long input_code(const LayerMapping& lm, double x) {
-  const DacSpec& s = lm.dac;
-  return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin));
-}
+inline long input_code(const DacSpec& s, double x) { return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin)); }
+inline long input_code(const LayerMapping& lm, double x) { return input_code(lm.dac, x); }
 
 // Hybrid mode: the DAC code that layer `to` receives for ADC code `adc` of the layer before it, `from`: the digital
 // ReLU (negative codes to 0), requantized to the DAC.
