@@ -1,6 +1,7 @@
 // Resistive crossbar (see crossbar.hpp): parameter table, conductance loading (inline, CSV, HDF5),
 // programming non-idealities, O(R*C) expansion into internal nodes, and SPICE export.
 #include "devices/crossbar.hpp"
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -173,6 +174,51 @@ Status read_conductances_csv(const std::string& path, int& rows, int& cols, std:
   return {};
 }
 
+// ---- elimination order ---------------------------------------------------------------------------
+
+namespace {
+// Blocks of at most this many nodes are not cut further (their fronts are small dense matrices anyway).
+constexpr size_t kDissectionLeaf = 32;
+
+// Orders the cell nodes v[lo, hi) (codes 2 * (i * cols + j) + kind, kind 0 = row node, 1 = column node) for
+// nested dissection, in place: the first part, the second part, then their separator. A cut between cell rows
+// at row m removes the column nodes of row m (the row nodes of row m then connect only along their row and go
+// with the first part); a cut at column m removes the row nodes of column m likewise.
+void dissect(std::vector<int>& v, size_t lo, size_t hi, int cols) {
+  if (hi - lo <= kDissectionLeaf) return;
+  int i0 = INT_MAX, i1 = -1, j0 = INT_MAX, j1 = -1;
+  for (size_t k = lo; k < hi; ++k) {
+    const int cell = v[k] / 2, i = cell / cols, j = cell % cols;
+    i0 = std::min(i0, i);
+    i1 = std::max(i1, i);
+    j0 = std::min(j0, j);
+    j1 = std::max(j1, j);
+  }
+  const bool cut_rows = i1 - i0 >= j1 - j0;
+  const int m = cut_rows ? (i0 + i1 + 1) / 2 : (j0 + j1 + 1) / 2;
+  const int sep_kind = cut_rows ? 1 : 0;
+  auto line = [&](int code) { return cut_rows ? code / 2 / cols : code / 2 % cols; };
+  auto begin = v.begin() + lo, end = v.begin() + hi;
+  auto sep = std::partition(begin, end, [&](int code) { return !(code % 2 == sep_kind && line(code) == m); });
+  auto second = std::partition(begin, sep, [&](int code) { return line(code) <= m; });
+  if (second == begin || second == sep) return;  // nothing to separate
+  dissect(v, lo, second - v.begin(), cols);
+  dissect(v, second - v.begin(), sep - v.begin(), cols);
+}
+}  // namespace
+
+std::vector<int> CrossbarTopology::elimination_order() const {
+  if (row_line_ != Line::PerCell || col_line_ != Line::PerCell) return {};
+  std::vector<int> v(2 * static_cast<size_t>(rows_) * cols_);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<int>(k);
+  dissect(v, 0, v.size(), cols_);
+  for (int& code : v) {
+    const int cell = code / 2;
+    code = code % 2 == 0 ? row_node(cell / cols_, cell % cols_) : col_node(cell / cols_, cell % cols_);
+  }
+  return v;
+}
+
 // ---- device --------------------------------------------------------------------------------------
 
 namespace {
@@ -266,6 +312,10 @@ void Crossbar::update_states(LoadContext& ctx) {
 
 void Crossbar::init_uic(LoadContext& ctx) {
   for (const Cap& c : caps_) ctx.q[c.state] = c.c * ctx.v(c.u);
+}
+
+void Crossbar::elimination_order(std::vector<NodeId>& out) const {
+  for (int k : topo_.elimination_order()) out.push_back(nodes_[k]);
 }
 
 void Crossbar::dc_paths(std::vector<NodePair>& out) const {

@@ -112,6 +112,10 @@ class CrossbarTopology {
       default: return rows_ + j;
     }
   }
+  // The internal nodes in a fill-reducing elimination order (nested dissection of the grid of cells: a column
+  // of row nodes, or a row of column nodes, separates the cells on either side; the cut goes across the longer
+  // side, halves first, separator last, down to small blocks). Empty unless both lines have a node per cell.
+  std::vector<int> elimination_order() const;
   // Label of internal node k (pins() <= k < nodes()): kind 'r' or 'c' and indices (i, j) per cell, or (line, -1)
   // per line; the device names it "<inst>#<kind><x>[_<y>]", the SPICE export "<inst>_<kind><x>[_<y>]".
   void label(int k, char& kind, int& x, int& y) const {
@@ -203,6 +207,7 @@ class Crossbar : public Device {
   void update_states(LoadContext& ctx) override;
   void init_uic(LoadContext& ctx) override;
   void dc_paths(std::vector<NodePair>& out) const override;
+  void elimination_order(std::vector<NodeId>& out) const override;
 
  private:
   struct Link {  // conductance between two nodes

@@ -230,4 +230,16 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   return st;
 }
 
+std::vector<int> Circuit::elimination_hint() const {
+  std::vector<int> hint;
+  std::vector<NodeId> nodes;
+  for (const auto& d : devices_) {
+    nodes.clear();
+    d->elimination_order(nodes);
+    for (NodeId nd : nodes)
+      if (UnknownIndex u = node_unknown(nd); !u.is_ground()) hint.push_back(u.v);
+  }
+  return hint;
+}
+
 }  // namespace anasim

@@ -38,6 +38,9 @@ class Circuit {
   // CSC pattern, size n+1 and nnz, rows sorted within columns.
   const std::vector<int>& Ap() const { return Ap_; }
   const std::vector<int>& Ai() const { return Ai_; }
+  // Unknowns in the elimination orders the devices know (Device::elimination_order), device after device;
+  // each unknown at most once. SparseLU::set_ordering_hint takes it.
+  std::vector<int> elimination_hint() const;
   // Describes an unknown for messages: "node 'out'" or "branch current of 'v1'".
   std::string describe(int unknown) const;
 

@@ -126,6 +126,9 @@ class Device {
   virtual void load_ac(AcLoadContext&) {}
   // Sets initial states for a uic transient (charge from IC or from x); called once at t = 0.
   virtual void init_uic(LoadContext&) {}
+  // Appends internal nodes in a fill-reducing elimination order the device knows from its structure (a
+  // crossbar: nested dissection by rows and columns), for the sparse LU's ordering; default: none.
+  virtual void elimination_order(std::vector<NodeId>&) const {}
   // Next source corner strictly after t [s] (PULSE edges, PWL points), or +inf.
   virtual double next_breakpoint(double /*t*/) const { return kInf; }
   // Node pairs joined by a DC conductive path through the device (for floating-node checks).

@@ -15,6 +15,9 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   x_.assign(n + 1, 0.0);
   xnew_.assign(n + 1, 0.0);
   lu_.set_solver(opt.solver);
+  if (opt.solver == LinearSolver::Umfpack ||
+      (opt.solver == LinearSolver::Auto && n >= SparseLU<double>::kMultifrontalMinUnknowns))
+    lu_.set_ordering_hint(c.elimination_hint());  // used where it covers most unknowns (sparse_lu.hpp)
   lu_.analyze(n, c.Ap().data(), c.Ai().data());
   ctx_.A = A_.data();
   ctx_.b = b_.data();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <H5Cpp.h>
 #include "devices/crossbar.hpp"
 #include "devices/random.hpp"
@@ -428,6 +429,67 @@ TEST_CASE("crossbar: examples run and match ngspice on the exported deck") {
     CHECK(cmp[0].worst <= 1e-6);
   }
   fs::remove_all(dir);
+}
+
+namespace {
+// Entries of L (below the diagonal) of a symbolic elimination of the graph of a tile's wires and cells in order
+// `order` (tile-local nodes; the others are eliminated first, in node order).
+long elimination_fill(const CrossbarTopology& t, const CrossbarSpec& s, const std::vector<int>& order) {
+  std::vector<std::set<int>> adj(t.nodes());
+  t.for_each_element(s, s.g, [&](const CrossbarElement& e) {
+    if (e.b < 0) return;
+    adj[e.a].insert(e.b);
+    adj[e.b].insert(e.a);
+  });
+  std::vector<int> seq, pos(t.nodes(), -1);
+  for (int k : order) pos[k] = 1;
+  for (int k = 0; k < t.nodes(); ++k)
+    if (pos[k] < 0) seq.push_back(k);
+  seq.insert(seq.end(), order.begin(), order.end());
+  for (size_t k = 0; k < seq.size(); ++k) pos[seq[k]] = static_cast<int>(k);
+  long fill = 0;
+  for (int u : seq) {
+    std::vector<int> later;
+    for (int v : adj[u])
+      if (pos[v] > pos[u]) later.push_back(v);
+    fill += static_cast<long>(later.size());
+    for (int a : later)
+      for (int b : later)
+        if (a != b) adj[a].insert(b);
+  }
+  return fill;
+}
+}  // namespace
+
+TEST_CASE("crossbar: the elimination order is a nested dissection of the internal nodes") {
+  CrossbarSpec s;
+  s.rows = 64;
+  s.cols = 48;
+  s.g = test_conductances(s.rows * s.cols, 5);
+  s.rwire_row = s.rwire_col = 1.0;
+  const CrossbarTopology t(s);
+  const std::vector<int> order = t.elimination_order();
+  // a permutation of the internal nodes
+  REQUIRE(order.size() == static_cast<size_t>(t.nodes() - t.pins()));
+  std::vector<int> seen(t.nodes(), 0);
+  for (int k : order) {
+    REQUIRE(k >= t.pins());
+    REQUIRE(k < t.nodes());
+    CHECK(seen[k]++ == 0);
+  }
+  // the last separator: the column nodes of the middle row (the longer side is cut)
+  std::set<int> last(order.end() - s.cols, order.end()), middle;
+  for (int j = 0; j < s.cols; ++j) middle.insert(t.col_node(s.rows / 2, j));
+  CHECK(last == middle);
+  // far less fill than the natural order (row nodes then column nodes, row-major)
+  std::vector<int> natural(order.size());
+  for (size_t k = 0; k < natural.size(); ++k) natural[k] = t.pins() + static_cast<int>(k);
+  const long nd = elimination_fill(t, s, order), nat = elimination_fill(t, s, natural);
+  MESSAGE("fill of L: nested dissection " << nd << ", natural order " << nat);
+  CHECK(nd < nat / 2);
+  // no order without a node per cell on both lines
+  s.rwire_col = 0;
+  CHECK(CrossbarTopology(s).elimination_order().empty());
 }
 
 TEST_CASE("crossbar: the element enumerator covers every node once per line mode; the SPICE export walks it") {
