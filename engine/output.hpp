@@ -19,4 +19,9 @@ Status write_hdf5(const RunResults& r, const std::string& path);
 // (extension analyses) also get DIR/<group>_summary.csv with columns name,value,unit.
 Status write_csv(const RunResults& r, const std::string& dir);
 
+// Writes v as fmt::format("{}", v) does (shortest round-trip digits; fixed notation for decimal exponents -4 to
+// 15, else d.ddde+XX; "inf", "nan") into out, which has room for kShortestChars; returns the end.
+constexpr int kShortestChars = 32;
+char* format_shortest(double v, char* out);
+
 }  // namespace anasim

@@ -96,9 +96,10 @@ void format_piece(const std::vector<Column>& cols, long r0, long r1, size_t c0, 
         const double im = col.im->empty() ? 0.0 : (*col.im)[r];
         v = col.kind == Column::Magnitude ? std::hypot(v, im) : std::atan2(im, v) * deg;
       }
-      // A compiled "{}" (shortest round-trip form) through fmt::appender skips the format-string parsing and
-      // the iterator adaptor of a runtime format_to: about half the time of a large transient table.
-      fmt::format_to(fmt::appender(b), FMT_COMPILE("{}"), v);
+      // fmt's "{}" text (format_shortest): 2.4x fewer instructions than fmt::format_to's compiled "{}" into the
+      // buffer (550 per number on the 1000-section RC ladder's table)
+      char text[kShortestChars];
+      b.append(text, format_shortest(v, text));
     }
     if (ends) b.push_back('\n');
   }
@@ -149,6 +150,68 @@ Status write_error(const std::string& file) {
 }
 
 }  // namespace
+
+char* format_shortest(double v, char* out) {
+  if (!std::isfinite(v)) return fmt::format_to(out, FMT_COMPILE("{}"), v);
+  if (std::signbit(v)) {
+    *out++ = '-';
+    v = -v;
+  }
+  if (v == 0) {
+    *out++ = '0';
+    return out;
+  }
+  // The shortest round-trip digits from the function fmt's "{}" calls (Dragonbox, trailing zeros removed), laid
+  // out as fmt lays them out, without its general layout code (half of the instructions of a number).
+  const auto dec = fmt::detail::dragonbox::to_decimal(v);
+  char digits[24];
+  char* const dend = digits + sizeof digits;
+  char* d = dend;
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  auto s = dec.significand;
+  for (; s >= 100; s /= 100) {
+    d -= 2;
+    std::memcpy(d, kPairs + 2 * (s % 100), 2);
+  }
+  if (s >= 10) {
+    d -= 2;
+    std::memcpy(d, kPairs + 2 * s, 2);
+  } else {
+    *--d = static_cast<char>('0' + s);
+  }
+  const int n = static_cast<int>(dend - d);
+  const int exp = dec.exponent + n - 1;  // decimal exponent of the first digit
+  if (exp < -4 || exp >= 16) {  // d[.ddd]e(+|-)XX[X]
+    *out++ = *d;
+    if (n > 1) {
+      *out++ = '.';
+      out = std::copy(d + 1, dend, out);
+    }
+    *out++ = 'e';
+    *out++ = exp < 0 ? '-' : '+';
+    const int e = std::abs(exp);
+    if (e >= 100) *out++ = static_cast<char>('0' + e / 100);
+    *out++ = static_cast<char>('0' + e / 10 % 10);
+    *out++ = static_cast<char>('0' + e % 10);
+    return out;
+  }
+  if (exp < 0) {  // 0.000ddd
+    *out++ = '0';
+    *out++ = '.';
+    out = std::fill_n(out, -exp - 1, '0');
+    return std::copy(d, dend, out);
+  }
+  if (exp >= n - 1) {  // an integer: ddd000
+    out = std::copy(d, dend, out);
+    return std::fill_n(out, exp - (n - 1), '0');
+  }
+  out = std::copy(d, d + exp + 1, out);  // ddd.ddd
+  *out++ = '.';
+  return std::copy(d + exp + 1, dend, out);
+}
 
 Status write_csv(const RunResults& r, const std::string& dir) {
   std::error_code ec;

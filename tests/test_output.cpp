@@ -3,6 +3,8 @@
 #include <H5Cpp.h>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -130,6 +132,35 @@ bool has_tmp(const fs::path& dir) {
 }
 
 }  // namespace
+
+TEST_CASE("output: format_shortest writes what fmt's \"{}\" writes") {
+  std::vector<double> vs = {0.0, -0.0, 1.0, -1.0, 0.1, 0.0001, 0.00001, 1e-5, 1.5e-5, 123456.789, 1e15, 1e16, 1.5e16,
+                            9999999999999998.0, 999999999999999.9, 0.3, 2.0 / 3.0, 1e-300, 5e-324, 1.7976931348623157e308,
+                            2.2250738585072014e-308, std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  for (int e = -30; e <= 30; ++e) {
+    vs.push_back(std::pow(10.0, e));
+    vs.push_back(-3.25 * std::pow(10.0, e));
+  }
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int k = 0; k < 200000; ++k) {  // random bit patterns (every exponent, subnormals, NaNs) and circuit-like values
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    double d;
+    std::memcpy(&d, &x, sizeof d);
+    vs.push_back(d);
+    vs.push_back(static_cast<double>(x >> 11) * 0x1p-53 * std::pow(10.0, static_cast<int>(x % 40) - 20));
+    vs.push_back(std::round(static_cast<double>(x >> 11) * 0x1p-53 * 1e6) / 1e6);
+  }
+  int bad = 0;
+  for (double v : vs) {
+    char buf[kShortestChars];
+    const std::string got(buf, format_shortest(v, buf)), want = fmt::format("{}", v);
+    if (got != want && ++bad <= 5) CHECK_MESSAGE(got == want, "value " << want);
+  }
+  CHECK(bad == 0);
+}
 
 TEST_CASE("output: csv files per analysis") {
   const fs::path dir = scratch("csv") / "nested" / "out";  // does not exist yet
