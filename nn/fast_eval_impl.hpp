@@ -116,10 +116,17 @@ struct FastEvaluator::Impl {
   // Requantized DAC codes for layer l+1 from the ADC codes of hybrid layer l.
   void next_codes(const Work& w, int l, std::vector<long>& codes) const;
   // Every layer's periphery ideal and linear (hybrid mode, level-0 op-amps): classify() evaluates a chunk of images
-  // by products alone (classify_direct: V, the chunk's layer-0 row voltages, P x images, is overwritten; classes
-  // and codes, when given, receive the chunk's results).
+  // by products alone (classify_direct: V0, the chunk's layer-0 row voltages, P (or pairs) x images; classes and
+  // codes, when given, receive the chunk's results).
   bool direct() const;
-  void classify_direct(Eigen::MatrixXd& V, std::uint64_t sample0, int* classes, long* codes) const;
+  // A thread's buffers for classify_direct (reused from chunk to chunk): the next layers' row voltages (two, in
+  // turn), the column currents, the ADC and DAC codes of one image.
+  struct DirectScratch {
+    Eigen::MatrixXd V[2], IC;
+    std::vector<long> code, next;
+  };
+  void classify_direct(const Eigen::MatrixXd& V0, DirectScratch& s, std::uint64_t sample0, int* classes,
+                       long* codes) const;
   // Makes FastLayer::Yd and pairs of every layer (before the images' threads start).
   void prepare_direct();
   // Row voltages for the direct evaluation: the pairs' (+v) when f.pairs > 0 (P/2 of them), else dac_voltages.

@@ -380,15 +380,19 @@ void FastEvaluator::Impl::direct_voltages(const FastLayer& f, const long* codes,
 
 // classify() for direct(): the images of one chunk layer by layer, V their layer-0 row voltages (direct_voltages:
 // pairs x nb or P x nb).
-void FastEvaluator::Impl::classify_direct(Eigen::MatrixXd& V, std::uint64_t sample0, int* classes,
-                                          long* codes) const {
-  const int L = static_cast<int>(layers.size()), nb = static_cast<int>(V.cols());
-  Eigen::MatrixXd IC;
-  std::vector<long> code, next;
+void FastEvaluator::Impl::classify_direct(const Eigen::MatrixXd& V0, DirectScratch& s, std::uint64_t sample0,
+                                          int* classes, long* codes) const {
+  const int L = static_cast<int>(layers.size()), nb = static_cast<int>(V0.cols());
+  Eigen::MatrixXd& IC = s.IC;
+  std::vector<long>& code = s.code;
+  std::vector<long>& next = s.next;
   for (int l = 0; l < L; ++l) {
     const FastLayer& f = layers[l];
-    if (f.pairs > 0) IC.noalias() = f.Yd * V;
-    else IC.noalias() = f.Ycx * V;
+    // Layer l's row voltages: the chunk's for layer 0, else s.V (written by layer l - 1 below).
+    Eigen::MatrixXd& V = s.V[l % 2];
+    const Eigen::MatrixXd& Vl = l == 0 ? V0 : s.V[(l + 1) % 2];
+    if (f.pairs > 0) IC.noalias() = f.Yd * Vl;
+    else IC.noalias() = f.Ycx * Vl;
     if (noise)
       for (int k = 0; k < nb; ++k)
         for (int j = 0; j < f.C; ++j) IC(j, k) -= read_noise_current(*hw, l, j, sample0 + static_cast<std::uint64_t>(k));
@@ -396,7 +400,7 @@ void FastEvaluator::Impl::classify_direct(Eigen::MatrixXd& V, std::uint64_t samp
     IC.array().colwise() *= Eigen::Map<const Eigen::ArrayXd>(f.rf.data(), f.C);
     if (l + 1 < L) {
       const FastLayer& nf = layers[l + 1];
-      V.resize(nf.pairs > 0 ? nf.pairs : nf.P, nb);
+      V.resize(nf.pairs > 0 ? nf.pairs : nf.P, nb);  // a thread's buffers keep their size from chunk to chunk
       next.resize(f.C);
     }
     code.resize(f.C);
@@ -460,6 +464,7 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
     Impl::Work w;
     I.init_work(w);
     Eigen::MatrixXd V, IC;
+    Impl::DirectScratch ds;
     std::vector<std::vector<long>> cc(chunk, std::vector<long>(f0.m->inputs));
 #pragma omp for schedule(dynamic, 1)
     for (int ch = 0; ch < nchunks; ++ch) {
@@ -477,7 +482,7 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
         else I.dac_voltages(f0, ci, V.col(k).data());
       }
       if (direct) {
-        I.classify_direct(V, sample0 + static_cast<std::uint64_t>(first + a), classes.data() + a,
+        I.classify_direct(V, ds, sample0 + static_cast<std::uint64_t>(first + a), classes.data() + a,
                           codes ? codes->data() + static_cast<size_t>(a) * nout : nullptr);
         continue;
       }
