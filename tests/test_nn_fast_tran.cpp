@@ -143,6 +143,32 @@ TEST_CASE("nn fast transient: equals the engine's transient of the full netlist 
   compare(s, images_from_env(6), 10e-6);
 }
 
+// run_energy's engine path (`nn energy --engine`: every image's initial operating point warm-started from the fast DC
+// path's state of the previous image, the first from an all-zero input's) against its fast path, image by image.
+TEST_CASE("nn fast transient: nn energy --engine agrees with the fast path image by image (analog, 24-8-4)") {
+  Setup s({24, 8, 4}, MappingMode::Analog, 24);
+  Dataset test;
+  test.images = s.x;
+  test.labels.assign(static_cast<size_t>(s.x.rows()), 0);
+  TransientOptions opt;
+  opt.from_previous = true;
+  EnergyReport fast, ref;
+  Status st = run_energy(s.net, s.cfg, s.x, test, 4, opt, fast);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  opt.engine = true;
+  st = run_energy(s.net, s.cfg, s.x, test, 4, opt, ref);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  REQUIRE(ref.images.size() == 4);
+  for (size_t k = 0; k < ref.images.size(); ++k) {
+    const ImageTransient &f = fast.images[k], &r = ref.images[k];
+    MESSAGE(fmt::format("image {}: settle {:.6g} / {:.6g} s, energy {:.6g} / {:.6g} J", k, f.settle_s, r.settle_s,
+                        f.energy_j, r.energy_j));
+    CHECK(std::fabs(f.energy_j - r.energy_j) <= 1e-3 * r.energy_j);
+    CHECK(std::fabs(f.settle_s - r.settle_s) <= 1e-2 * r.settle_s);
+    CHECK(f.cls == r.cls);
+  }
+}
+
 // The issue's check on the shipped network: 20 MNIST test images (ANASIM_FAST_TRAN_IMAGES), each through the engine's
 // transient of the full mapped netlist (~200,000 crossbar cells with wires; minutes per image) and the fast path.
 // The engine runs to twice the default tstop with the fast path's largest step.
