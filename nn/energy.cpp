@@ -81,7 +81,13 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   NetlistNames names;
   const auto t0 = Clock::now();
   if (Status st = build_netlist(hw, codes, sample, fn, names, &ts); !st) return st;
-  if (start) fn.guess = periphery_node_voltages(map, *start);
+  if (start) {
+    // The DC netlist's periphery nodes, and the op-amps' supply nodes of the transient one (TranSpec: vcc, vee at
+    // the part's vpos, vneg): from 0 V the first Newton iterate would see every op-amp without supply.
+    fn.guess = periphery_node_voltages(map, *start);
+    fn.guess.emplace_back("vcc", opamp_param(map.cfg, "vpos"));
+    fn.guess.emplace_back("vee", opamp_param(map.cfg, "vneg"));
+  }
   out.seconds_build += std::chrono::duration<double>(Clock::now() - t0).count();
   const std::vector<std::string>& ys = names.tia_out.back();
   for (const auto& y : ys) fn.outputs.push_back(fmt::format("v({})", y));
