@@ -170,9 +170,12 @@ TEST_CASE("nn fast transient: nn energy --engine agrees with the fast path image
 }
 
 // The issue's check on the shipped network: 20 MNIST test images (ANASIM_FAST_TRAN_IMAGES), each through the engine's
-// transient of the full mapped netlist (~200,000 crossbar cells with wires; minutes per image) and the fast path.
-// The engine runs to twice the default tstop with the fast path's largest step.
+// transient of the full mapped netlist (411,534 unknowns; measured 2026-11-24: the warm-started initial point takes 2
+// Newton iterations, every time step at least 2, each a UMFPACK factorization of ~0.9 s CPU: hours per image) and the
+// fast path. The engine runs to four times the default tstop (6.65 us here; the fast path settles in 6.2-8.2 us on
+// the first 20 images and the engine's settling time must lie in the first half of its run) with the fast path's
+// largest step (default tstop / 500).
 TEST_CASE("nn slow: fast transient equals the engine's transient on the shipped 784-128-10" * doctest::skip()) {
   Shipped s;
-  compare(s, images_from_env(20), 2 * default_tstop(s.cfg, static_cast<int>(s.map.layers.size())), 1000);
+  compare(s, images_from_env(20), 4 * default_tstop(s.cfg, static_cast<int>(s.map.layers.size())), 2000);
 }
