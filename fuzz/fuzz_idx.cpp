@@ -6,7 +6,7 @@
 #include "nn/idx.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string path = anasim::fuzz::input_file(data, size, ".idx");
+  const std::string path = anasim::fuzz::input_file(data, size);
   anasim::nn::IdxImages images;
   (void)anasim::nn::read_idx_images(path, images);
   std::vector<std::uint8_t> labels;

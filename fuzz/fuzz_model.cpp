@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string path = anasim::fuzz::input_file(data, size, ".h5");
+  const std::string path = anasim::fuzz::input_file(data, size);
   anasim::nn::Mlp net;
   (void)anasim::nn::load_model(path, net);
   (void)anasim::nn::import_keras(path, net);
