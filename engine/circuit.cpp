@@ -231,14 +231,16 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
 }
 
 std::vector<int> Circuit::elimination_hint() const {
-  std::vector<int> hint;
-  std::vector<NodeId> nodes;
+  std::vector<NodeId> nodes, longest;
   for (const auto& d : devices_) {
     nodes.clear();
     d->elimination_order(nodes);
-    for (NodeId nd : nodes)
-      if (UnknownIndex u = node_unknown(nd); !u.is_ground()) hint.push_back(u.v);
+    if (nodes.size() > longest.size()) longest.swap(nodes);
   }
+  std::vector<int> hint;
+  hint.reserve(longest.size());
+  for (NodeId nd : longest)
+    if (UnknownIndex u = node_unknown(nd); !u.is_ground()) hint.push_back(u.v);
   return hint;
 }
 

@@ -38,8 +38,10 @@ class Circuit {
   // CSC pattern, size n+1 and nnz, rows sorted within columns.
   const std::vector<int>& Ap() const { return Ap_; }
   const std::vector<int>& Ai() const { return Ai_; }
-  // Unknowns in the elimination orders the devices know (Device::elimination_order), device after device;
-  // each unknown at most once. SparseLU::set_ordering_hint takes it.
+  // Unknowns in the longest elimination order a device knows (Device::elimination_order), for
+  // SparseLU::set_ordering_hint. Orders of several devices are not joined: the unknowns outside the hint are
+  // eliminated first, and periphery between crossbar tiles then couples the tiles (nn eval --reference of the
+  // 784-128-10 network on its tiles' joined orders: 7.0 s per image against 2.3 s).
   std::vector<int> elimination_hint() const;
   // Describes an unknown for messages: "node 'out'" or "branch current of 'v1'".
   std::string describe(int unknown) const;
