@@ -95,6 +95,10 @@ run_target() {
         >>"$root/$build/fuzz_$1.log" 2>&1 ) || true
     left=$((left - now))
   done
+  # The input files (fuzz/fuzz_common.hpp) of this target's processes that ended, crashed fork-mode jobs included.
+  for f in /dev/shm/anasim_fuzz_* "${TMPDIR:-/tmp}"/anasim_fuzz_*; do
+    if [ -e "$f" ] && ! kill -0 "${f##*_}" 2>/dev/null; then rm -f "$f"; fi
+  done
 }
 # Each finding run again (with today's code): gone (no longer reproduces), libhdf5's own (the first stack frame
 # outside the sanitizer runtime and libc is in libhdf5), or anasim's (listed).

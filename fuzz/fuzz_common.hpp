@@ -1,7 +1,7 @@
-// Shared by the libFuzzer targets (fuzz/*.cpp): an in-memory file for readers that take a path, so the reader's
-// own path-based code is fuzzed without a disk write per execution.
+// Shared by the libFuzzer targets (fuzz/*.cpp): a scratch file in memory (tmpfs) for readers that take a path, so
+// the reader's own path-based code is fuzzed without a disk write per execution.
 #pragma once
-#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cstddef>
 #include <cstdint>
@@ -11,25 +11,21 @@
 
 namespace anasim::fuzz {
 
-// Puts the input into an anonymous in-memory file (memfd_create, the same one for every run of this process) and
-// returns a path that opens it, /proc/self/fd/<n>: open, stat (a regular file of the input's size), read and
-// close behave as on a file on disk. Nothing is left behind when the process dies. (A file in /tmp cost most of
-// an IDX execution in ext4's truncate and writeback, and left one file per crashed fork-mode job.)
+// Writes the input to <dir>/anasim_fuzz_<pid> (the same file for every run of this process) and returns its path.
+// <dir> is /dev/shm (tmpfs) where it exists, else $TMPDIR or /tmp: a file in /tmp on ext4 cost most of an IDX
+// execution in truncate and writeback. Not an anonymous memfd: libhdf5 resolves /proc/self/fd/<n> with realpath
+// and cannot open it. A crashed process leaves its file behind; bench/fuzz.sh removes them after a run.
 inline std::string input_file(const std::uint8_t* data, std::size_t size) {
-  static const int fd = ::memfd_create("anasim_fuzz_input", 0);
-  static const std::string path = "/proc/self/fd/" + std::to_string(fd);
-  if (fd < 0 || ::ftruncate(fd, 0) != 0) {
-    std::perror("fuzz input: memfd_create/ftruncate");
+  static const std::string path = [] {
+    struct stat st {};
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string dir = ::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : tmp ? tmp : "/tmp";
+    return dir + "/anasim_fuzz_" + std::to_string(::getpid());
+  }();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || (size > 0 && std::fwrite(data, 1, size, f) != size) || std::fclose(f) != 0) {
+    std::perror(path.c_str());
     std::abort();
-  }
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t k = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
-    if (k <= 0) {
-      std::perror("fuzz input: pwrite");
-      std::abort();
-    }
-    done += static_cast<std::size_t>(k);
   }
   return path;
 }
