@@ -107,7 +107,7 @@ classify() {
   for f in "$build/findings/$1"/crash-* "$build/findings/$1"/timeout-* "$build/findings/$1"/oom-*; do
     [ -e "$f" ] || continue
     out=$(ASAN_OPTIONS=allocator_may_return_null=1 LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp" \
-      timeout 30 "$bin/fuzz/fuzz_$1" -timeout=5 -rss_limit_mb=2048 "$f" 2>&1 || true)
+      nice -n 19 timeout 30 "$bin/fuzz/fuzz_$1" -timeout=5 -rss_limit_mb=2048 "$f" 2>&1 || true)
     top=$(echo "$out" | grep -E '^ +#[0-9]+ ' |
       grep -v -E 'interceptor|__asan|__sanitizer|libFuzzer|fuzzer::|libc\.so|malloc|calloc|realloc|memcpy|memmove|strlen|strdup' |
       head -1)
