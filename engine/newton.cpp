@@ -15,6 +15,7 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   x_.assign(n + 1, 0.0);
   xnew_.assign(n + 1, 0.0);
   lu_.set_solver(opt.solver);
+  lu_.set_single_factorization(!c.nonlinear() && c.n_states() == 0);
   if (opt.solver == LinearSolver::Umfpack ||
       (opt.solver == LinearSolver::Auto && n >= SparseLU<double>::kMultifrontalMinUnknowns))
     lu_.set_ordering_hint(c.elimination_hint());  // used where it covers most unknowns (sparse_lu.hpp)

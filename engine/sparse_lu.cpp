@@ -570,7 +570,8 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   split_.reset();
   umfpack_.reset();
   factored_ = false;
-  // UMFPACK's order: the hint's, else AMD's where its fill is moderate, else (empty) METIS's
+  // UMFPACK's order: the hint's, else AMD's where its fill is moderate and one factorization follows, else (empty)
+  // METIS's
   std::vector<int> order;
   bool multifrontal = solver_ == LinearSolver::Umfpack;
   if (solver_ != LinearSolver::Klu && (multifrontal || n >= kMultifrontalMinUnknowns)) {
@@ -581,7 +582,7 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
       double lnz = 0, pairs = 0;
       if (amd_fill_estimate(n, Ap, Ai, lnz, pairs, &order)) {
         multifrontal = multifrontal || pairs >= kMultifrontalMinFlops;
-        if (pairs > kAmdMaxPairsPerUnknown * n) order.clear();
+        if (!single_ || pairs > kAmdMaxPairsPerUnknown * n) order.clear();
       } else {
         order.clear();
       }
