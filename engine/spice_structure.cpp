@@ -138,9 +138,16 @@ void SpiceParser::conditional(const LLine& L, std::string_view card, size_t e) {
 
 bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const std::string& scope) {
   if (funcs_.empty()) return true;
+  // Work bound: the passes together read at most 4 kMaxExpandedChars characters (a recursive .func that keeps the
+  // text near the size limit would otherwise cost 64 passes over a megabyte; fuzz/fuzz_spice, 10 s under ASan).
+  std::size_t work = 0;
   for (int pass = 0; pass < 64; ++pass) {
+    work += text.size();
+    if (work > 4 * kMaxExpandedChars)
+      return err(loc, fmt::format("function calls expand to more than {} characters (a recursive .func?)",
+                                  4 * kMaxExpandedChars));
     std::string out;
-    bool changed = false, bad = false;
+    bool changed = false, bad = false, too_long = false, unbalanced = false;
     size_t copied = 0;
     for_identifiers(text, [&](size_t b, size_t e) {
       if (bad || b < copied) return;
@@ -161,7 +168,11 @@ bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const st
           a = q + 1;
         }
       }
-      if (q >= text.size()) return;  // unbalanced: the expression reader reports it
+      if (q >= text.size()) {  // unbalanced: the expression reader reports it; stop here (every later call's
+        unbalanced = true;     // scan to the end again made a pass quadratic: fuzz/fuzz_spice, 1 s for 241 bytes)
+        bad = true;
+        return;
+      }
       const std::string last = trim(std::string_view(text).substr(a, q - a));
       if (!last.empty() || !args.empty()) args.push_back(last);
       const UserFunc& fn = *found;
@@ -174,6 +185,7 @@ bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const st
       std::string body;
       size_t bc = 0;
       for_identifiers(fn.body, [&](size_t x, size_t y) {
+        if (body.size() > kMaxExpandedChars) return;  // too long already (reported below)
         const std::string id = fn.body.substr(x, y - x);
         for (size_t k = 0; k < fn.args.size(); ++k)
           if (id == fn.args[k]) {
@@ -184,11 +196,22 @@ bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const st
           }
       });
       body.append(fn.body, bc, std::string::npos);
+      // Checked per call, not only per pass: a body that names its argument many times multiplies the text
+      // within one pass.
+      if (out.size() + (b - copied) + body.size() + 2 > kMaxExpandedChars) {
+        too_long = true;
+        bad = true;
+        return;
+      }
       out.append(text, copied, b - copied);
       out += "(" + body + ")";
       copied = q + 1;
       changed = true;
     });
+    if (too_long)
+      return err(loc, fmt::format("function calls expand to more than {} characters (a recursive .func?)",
+                                  kMaxExpandedChars));
+    if (unbalanced) return true;  // text left as it is
     if (bad) return false;
     if (!changed) return true;
     out.append(text, copied, std::string::npos);

@@ -477,6 +477,18 @@ TEST_CASE("spice parser: robustness on odd input") {
   }
 }
 
+TEST_CASE("spice parser: unbalanced .func calls are expanded in linear time") {
+  // Found by fuzz/fuzz_spice: each call without its ')' scanned to the end of the text again, so 100,000 of them
+  // took ~10^10 steps (minutes: the test's time limit fails it); now the expansion stops at the first and leaves
+  // the text to the expression reader, which reports it when the value is evaluated.
+  std::string calls;
+  for (int k = 0; k < 100000; ++k) calls += "f(";
+  ParsedNetlist pn;
+  const Status st = parse_spice_string("t\n.func f(x) = {x + 1}\nr1 a 0 {" + calls + "1}\n.op\n.end\n", "deck.cir",
+                                       cat(), pn);
+  CHECK(st.ok());
+}
+
 TEST_CASE("spice parser: a .func whose body calls itself twice stops at a bounded expansion, located") {
   // Found by fuzz/fuzz_spice: every expansion pass doubled the calls (2^64 copies in 64 passes), a hang.
   Diag d = parse_err("t\n.func f(x) = {f(x) + f(x)}\nr1 a 0 {f(1k)}\n.op\n.end\n");
