@@ -351,6 +351,8 @@ void FastEvaluator::Impl::prepare_direct() {
   for (FastLayer& f : layers) {
     if (f.pairs >= 0) continue;
     f.pairs = 0;
+    f.rf.resize(f.C);
+    for (int j = 0; j < f.C; ++j) f.rf[j] = f.li->res[static_cast<size_t>(j) * kNumPeripheryRes + kResRf];
     if (f.first_dac != 0 || f.P % 2 != 0) continue;
     bool anti = true;
     for (int p = 0; p < f.P && anti; p += 2)
@@ -363,10 +365,6 @@ void FastEvaluator::Impl::prepare_direct() {
     for (long k = 0; k <= f.dac_max; ++k)
       for (int i = 0; i < f.pairs; ++i)
         f.dac_pairs[static_cast<size_t>(k) * f.pairs + i] = f.dac[2 * i][i < f.m->inputs ? k : f.dac_max];
-  }
-  for (FastLayer& f : layers) {
-    f.rf.resize(f.C);
-    for (int j = 0; j < f.C; ++j) f.rf[j] = f.li->res[static_cast<size_t>(j) * kNumPeripheryRes + kResRf];
   }
 }
 
@@ -454,7 +452,7 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
   classes.assign(count, 0);
   if (codes) codes->assign(static_cast<size_t>(count) * nout, 0);
   const bool direct = I.opt.direct && I.direct();
-  // The direct evaluation is all products: chunks 8x larger pack the admittances less often.
+  // The direct evaluation is all products: chunks 4x larger pack the admittances less often.
   const int chunk = std::max(1, I.opt.chunk) * (direct ? 4 : 1);
   const int nchunks = (count + chunk - 1) / chunk;
   long sweeps = 0, newton = 0, failures = 0;
@@ -471,13 +469,8 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
       const int a = ch * chunk, nb = std::min(chunk, count - a);
       V.resize(direct && f0.pairs > 0 ? f0.pairs : f0.P, nb);
       for (int k = 0; k < nb; ++k) {
-        // input_codes (nn/netlist_builder.hpp), as a loop that vectorizes (a local copy of the DAC's spec).
-        const float* xi = x.row(first + a + k).data();
         long* ci = cc[k].data();
-        const DacSpec dac = f0.m->dac;
-        const int ni = f0.m->inputs;
-#pragma omp simd
-        for (int i = 0; i < ni; ++i) ci[i] = input_code(dac, xi[i]);
+        input_codes(*f0.m, x.row(first + a + k).data(), ci);
         if (direct) I.direct_voltages(f0, ci, V.col(k).data());
         else I.dac_voltages(f0, ci, V.col(k).data());
       }

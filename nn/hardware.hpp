@@ -248,6 +248,11 @@ double series_resistance(const HardwareConfig& cfg, double r);
 // Inline: it runs for every pixel of every image.
 inline long input_code(const DacSpec& s, double x) { return dac_quantize(s, s.vmin + x * (s.vmax - s.vmin)); }
 inline long input_code(const LayerMapping& lm, double x) { return input_code(lm.dac, x); }
+// input_code of inputs x[0 .. lm.inputs-1] into codes (a loop that vectorizes: the quantizer is branch-free).
+inline void input_codes(const LayerMapping& lm, const float* x, long* codes) {
+#pragma omp simd
+  for (int i = 0; i < lm.inputs; ++i) codes[i] = input_code(lm, static_cast<double>(x[i]));
+}
 
 // Hybrid mode: the DAC code that layer `to` receives for ADC code `adc` of the layer before it, `from`: the digital
 // ReLU (negative codes to 0), requantized to the DAC.

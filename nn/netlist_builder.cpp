@@ -57,7 +57,7 @@ std::string nm(const char* prefix, size_t l, int j) { return fmt::format("{}{}_{
 
 std::vector<long> input_codes(const LayerMapping& lm, const float* x) {
   std::vector<long> codes(lm.inputs);
-  for (int i = 0; i < lm.inputs; ++i) codes[i] = input_code(lm, static_cast<double>(x[i]));
+  input_codes(lm, x, codes.data());
   return codes;
 }
 
