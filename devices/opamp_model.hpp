@@ -104,12 +104,21 @@ inline double pole_load(const DcCoeffs& c, double p) {
 // ag0 * kCpole of the pole capacitor, whose history current the caller adds to `stage`. Far from the rails the
 // clamp is exactly 0 and p is explicit; else Newton on the increasing function pole_load(p) + gc p - stage, to
 // the last bit.
+// Its explicit part: the pole voltage and dp/dstage [ohm] without the clamp, exact where clamp_off(p) holds.
+// T = double, or the fast evaluator's lane vector (nn/lanes.hpp).
+template <class T>
+inline T pole_explicit(const DcCoeffs& c, const T& stage, double gc, double& dp_dstage) {
+  dp_dstage = gc == 0 ? c.r1 : 1.0 / (1.0 / c.r1 + gc);
+  return gc == 0 ? c.vmid + c.r1 * stage : (stage + c.vmid / c.r1) / (1.0 / c.r1 + gc);
+}
+// True where the rail clamp at pole voltage p is exactly 0 (softplus of both arguments underflows).
+template <class T>
+inline auto clamp_off(const DcCoeffs& c, const T& p) {
+  return ((p - c.vhi) / kVs < -746.0) & ((c.vlo - p) / kVs < -746.0);
+}
 inline double pole_voltage(const DcCoeffs& c, double stage, double gc, double& dp_dstage) {
-  const double p0 = gc == 0 ? c.vmid + c.r1 * stage : (stage + c.vmid / c.r1) / (1.0 / c.r1 + gc);
-  if ((p0 - c.vhi) / kVs < -746.0 && (c.vlo - p0) / kVs < -746.0) {
-    dp_dstage = gc == 0 ? c.r1 : 1.0 / (1.0 / c.r1 + gc);
-    return p0;
-  }
+  const double p0 = pole_explicit(c, stage, gc, dp_dstage);
+  if (clamp_off(c, p0)) return p0;
   double p = std::clamp(p0, c.vlo - 1.0, c.vhi + 1.0), dF = 1.0 / c.r1;
   for (int it = 0; it < 200; ++it) {
     const double a1 = (p - c.vhi) / kVs, a2 = (c.vlo - p) / kVs;

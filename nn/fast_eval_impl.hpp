@@ -131,6 +131,20 @@ struct FastEvaluator::Impl {
   void prepare_direct();
   // Row voltages for the direct evaluation: the pairs' (+v) when f.pairs > 0 (P/2 of them), else dac_voltages.
   void direct_voltages(const FastLayer& f, const long* codes, double* v) const;
+  // The batched path (nn/fast_batch.cpp): kLanes images of a chunk side by side, one per SIMD lane. Batch is a
+  // thread's state for one block (new_batch); classify_batch evaluates images col0 .. col0 + nb - 1 (nb <= kLanes)
+  // of a chunk whose layer-0 column currents are IC's columns, sample numbers sample0 + lane, into classes[0, nb)
+  // and codes (optional, nb x outputs), adding the lanes' sweeps, Newton iterations and failures.
+  struct Batch;
+  struct BatchFree {
+    void operator()(Batch* b) const;
+  };
+  std::unique_ptr<Batch, BatchFree> new_batch() const;
+  bool batched() const;
+  void classify_batch(Batch& w, const Eigen::MatrixXd& IC, int col0, int nb, std::uint64_t sample0, int* classes,
+                      long* codes, long& sweeps, long& newton, long& failures) const;
+  void start_block_layer(Batch& w, int l, const double* ic0, int ld) const;
+  void sweep_block(Batch& w, int l0, int l1) const;
   // Full evaluation of one image whose first-layer column currents are ic0 (Ycx * vx of layer 0).
   void run_image(Work& w, const std::vector<long>& codes0, const double* ic0, std::uint64_t sample,
                  LayerCodes* all_codes) const;

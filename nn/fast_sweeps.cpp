@@ -457,12 +457,15 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
   const int nchunks = (count + chunk - 1) / chunk;
   long sweeps = 0, newton = 0, failures = 0;
   if (direct) I.prepare_direct();
+  const bool batch = !direct && I.batched();
 #pragma omp parallel reduction(+ : sweeps, newton, failures)
   {
     Impl::Work w;
     I.init_work(w);
     Eigen::MatrixXd V, IC;
     Impl::DirectScratch ds;
+    std::unique_ptr<Impl::Batch, Impl::BatchFree> bw;
+    if (batch) bw = I.new_batch();
     std::vector<std::vector<long>> cc(chunk, std::vector<long>(f0.m->inputs));
 #pragma omp for schedule(dynamic, 1)
     for (int ch = 0; ch < nchunks; ++ch) {
@@ -480,6 +483,13 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
         continue;
       }
       IC.noalias() = f0.Ycx * V;
+      if (batch) {
+        for (int k = 0; k < nb; k += kLanes)
+          I.classify_batch(*bw, IC, k, std::min(kLanes, nb - k), sample0 + static_cast<std::uint64_t>(first + a + k),
+                           classes.data() + a + k, codes ? codes->data() + static_cast<size_t>(a + k) * nout : nullptr,
+                           sweeps, newton, failures);
+        continue;
+      }
       for (int k = 0; k < nb; ++k) {
         const int idx = a + k;
         I.run_image(w, cc[k], IC.col(k).data(), sample0 + static_cast<std::uint64_t>(first + idx), nullptr);

@@ -13,6 +13,7 @@
 #include "devices/diode_model.hpp"
 #include "devices/opamp_model.hpp"
 #include "nn/hardware.hpp"
+#include "nn/lanes.hpp"
 #include "nn/small_lu.hpp"
 
 namespace anasim::nn {
@@ -36,6 +37,32 @@ inline double tanh_fast(double x) {
   if (std::fabs(x) >= 0.03125) return std::tanh(x);
   const double x2 = x * x;
   return x + x * x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 + x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925)))));
+}
+// The same, lane-wise: the series on every lane, std::tanh on the lanes outside its range.
+inline Vd tanh_fast(Vd x) {
+  const Vd x2 = x * x;
+  Vd r = x + x * x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 + x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925)))));
+  const Vm big = vabs(x) >= 0.03125;
+  if (any(big))
+    for (int b = 0; b < kLanes; ++b)
+      if (big[b]) r[b] = std::tanh(x[b]);
+  return r;
+}
+
+// Newton step limiting of a tanh argument (limit_tanh_arg) unless `nolimit`; `limited` tells where it acted.
+inline double limit_arg(double arg, double xold, bool nolimit, bool& limited) {
+  limited = false;
+  return nolimit ? arg : limit_tanh_arg(arg, xold, limited);
+}
+inline Vd limit_arg(Vd arg, Vd xold, Vm nolimit, Vm& limited) {
+  limited = Vm{};
+  for (int b = 0; b < kLanes; ++b) {
+    if (nolimit[b]) continue;
+    bool l = false;
+    arg[b] = limit_tanh_arg(arg[b], xold[b], l);
+    limited[b] = -static_cast<long>(l);
+  }
+  return arg;
 }
 
 
@@ -75,19 +102,23 @@ inline Layout make_layout(bool rect, int level, bool diode_rs) {
 }
 
 // What a neuron sees of the array: self-admittances at its ports and the lagged currents of the other ports.
-struct NeuronIn {
+// T = double for one image, Vd for a block of images (the admittances and the periphery are the same in every
+// image of a trial; the currents are per image).
+template <class T>
+struct NeuronInT {
   double y_cc = 0;                      // [S] self-admittance of the column port
-  double lag_c = 0;                     // [A] current leaving c into the array from the other ports (and noise)
+  T lag_c{};                            // [A] current leaving c into the array from the other ports (and noise)
   double y_hh = 0, y_hhn = 0, y_hnh = 0, y_hnhn = 0;  // next layer's row-pair self-admittance (rectifier)
-  double lag_h = 0, lag_hn = 0;
+  T lag_h{}, lag_hn{};
   // Transient step (0 at DC): companion conductance ag0 * kCpole of the level-2 pole capacitors [S], and per op-amp
   // (kOpTia, kOpRect, kOpInv) the capacitor's history current [A], added to the input stage's (see
   // opamp_model::pole_voltage).
   double gpole = 0;
-  double ipole[3] = {0, 0, 0};
+  T ipole[3] = {};
   const double* r = nullptr;            // kNumPeripheryRes resistances [ohm]
   const double* vos = nullptr;          // kNumPeripheryOps offsets [V]
 };
+using NeuronIn = NeuronInT<double>;
 
 // DC coefficients of the op-amps (fixed rails; the non-inverting input is grounded in every periphery stage).
 using OpampDc = opamp_model::DcCoeffs;
@@ -103,10 +134,10 @@ struct Kernel {
   double reltol = 1e-12, vntol = 1e-15;
   int max_newton = 100;
 
-  // Stamps the companion model of every element at x into J (n x n, row-major) and rhs.
-  template <int N>
-  void stamp(const NeuronIn& in, const double* x, double* J, double* rhs, double* lim, bool nolimit,
-             bool& noncon) const {
+  // Stamps the companion model of every element at x into J (n x n, row-major) and rhs. T = double (one image)
+  // or Vd (a block of images: every lane's own stamp; nolimit and noncon lane-wise).
+  template <int N, class T>
+  void stamp(const NeuronInT<T>& in, const T* x, T* J, T* rhs, T* lim, Mask<T> nolimit, Mask<T>& noncon) const {
     const int n = N > 0 ? N : L.n;
     auto g2 = [&](int a, int b, double g) {
       if (a >= 0) J[a * n + a] += g;
@@ -141,68 +172,87 @@ struct Kernel {
 
   // Op-amp with grounded non-inverting input, inverting input inn, output out; level 2: gp, hp the pole
   // capacitor's companion conductance and history current of a transient step (0 at DC).
-  template <int N>
-  void opamp(int inn, int out, double gp, double hp, int br, double vos, const double* x, double* J, double* rhs, double* xold,
-             bool nolimit, bool& noncon) const {
+  template <int N, class T>
+  void opamp(int inn, int out, double gp, T hp, int br, double vos, const T* x, T* J, T* rhs, T* xold,
+             Mask<T> nolimit, Mask<T>& noncon) const {
     const int n = N > 0 ? N : L.n;
     if (op.level == 0) {  // nullor: the branch current leaves `out`; branch equation v(inp) - v(inn) = 0
-      J[out * n + br] += 1;
-      J[br * n + inn] -= 1;
+      J[out * n + br] += 1.0;
+      J[br * n + inn] -= 1.0;
       return;
     }
     if (std::isfinite(op.rin)) J[inn * n + inn] += 1.0 / op.rin;
-    auto th = [&](double arg, int slot, double& ds) {
-      bool limited = false;
-      const double xl = nolimit ? arg : limit_tanh_arg(arg, xold[slot], limited);
-      const double t = tanh_fast(xl), s = 1 - t * t;
-      if (limited && std::fabs(tanh_fast(arg) - t) > 1e-12) noncon = true;
+    auto th = [&](T arg, int slot, T& ds) {
+      Mask<T> limited;
+      const T xl = limit_arg(arg, xold[slot], nolimit, limited);
+      const T t = tanh_fast(xl), s = 1 - t * t;
+      if (any(limited)) mark(noncon, limited & (vabs(tanh_fast(arg) - t) > 1e-12));
       xold[slot] = xl;
       ds = s;
       return t + s * (arg - xl);
     };
     // Linearised current i0 + sum g_k (x_k - x0_k) leaving node `node`.
-    auto lin = [&](int node, double i0, int k1, double g1, int k2, double g2) {
+    auto lin = [&](int node, T i0, int k1, T g1, int k2, T g2) {
       J[node * n + k1] += g1;
       J[node * n + k2] += g2;
       rhs[node] -= i0 - g1 * x[k1] - g2 * x[k2];
     };
-    const double vinn = x[inn], vout = x[out];
+    const T vinn = x[inn], vout = x[out];
     if (op.level == 1) {
-      const double vd = (0.0 - vinn) + vos;
-      double ds;
-      const double tv = th(op.a0 * vd / op.vhalf, 0, ds);
-      const double vt = op.vmid + op.vhalf * tv;
-      const double io = (vt - vout) / op.rout;  // into `out`
-      const double dio_dinn = -op.a0 * ds / op.rout, dio_dout = -1.0 / op.rout;
+      const T vd = (0.0 - vinn) + vos;
+      T ds;
+      const T tv = th(op.a0 * vd / op.vhalf, 0, ds);
+      const T vt = op.vmid + op.vhalf * tv;
+      const T io = (vt - vout) / op.rout;  // into `out`
+      const T dio_dinn = -op.a0 * ds / op.rout;
+      const T dio_dout = T{} + -1.0 / op.rout;
       lin(out, -io, inn, -dio_dinn, out, -dio_dout);
       return;
     }
     // Level 2 at DC: the pole node p carries only the pole current (input stage - leak - rail clamp = 0), so it is
     // a function of the input alone and is eliminated here (solved exactly, see pole_voltage); then the output
     // current (with its limit), the bias current and the common-mode term.
-    double vd = (0.0 - vinn) + vos, dvd = -1.0;
+    T vd = (0.0 - vinn) + vos;
+    double dvd = -1.0;
     if (op.kcm != 0) {
       vd = vd + op.kcm * (0.5 * (0.0 + vinn) - op.vmid);
       dvd += 0.5 * op.kcm;
     }
-    double ds;
-    const double stage = op.imax * th(vd / op.vsr, 0, ds);
-    const double dstage = op.imax * ds * dvd / op.vsr;
-    double dp_dstage;
-    const double vp = opamp_model::pole_voltage(op, stage + hp, gp, dp_dstage);
+    T ds;
+    const T stage = op.imax * th(vd / op.vsr, 0, ds);
+    const T dstage = op.imax * ds * dvd / op.vsr;
+    T dp_dstage;
+    const T vp = pole_v(stage + hp, gp, dp_dstage);
     rhs[inn] -= op.ib;
-    double io, dp, dout;
+    T io, dp, dout;
     if (!std::isfinite(op.ilim)) {
       io = (vp - vout) / op.rout;
-      dp = 1.0 / op.rout;
+      dp = T{} + 1.0 / op.rout;
       dout = -dp;
     } else {
-      double ds2;
+      T ds2;
       io = op.ilim * th((vp - vout) / (op.rout * op.ilim), 1, ds2);
       dp = ds2 / op.rout;
       dout = -dp;
     }
     lin(out, -io, inn, -dp * dp_dstage * dstage, out, -dout);
+  }
+
+  // Level 2: opamp_model::pole_voltage for this op-amp (lane-wise for a block).
+  double pole_v(double stage, double gp, double& dp) const { return opamp_model::pole_voltage(op, stage, gp, dp); }
+  Vd pole_v(Vd stage, double gp, Vd& dp) const {
+    double d0;
+    Vd p = opamp_model::pole_explicit(op, stage, gp, d0);
+    dp = splat(d0);
+    const Vm near = ~opamp_model::clamp_off(op, p);
+    if (any(near))
+      for (int b = 0; b < kLanes; ++b) {
+        if (!near[b]) continue;
+        double d;
+        p[b] = opamp_model::pole_voltage(op, stage[b], gp, d);
+        dp[b] = d;
+      }
+    return p;
   }
 
   // Level 2: the pole-node voltage of an op-amp whose inverting input is at vinn (NaN at other levels): at DC, or
@@ -228,9 +278,8 @@ struct Kernel {
   }
 
   // Diode from anode a (through the series-resistance node ai when present) to cathode k.
-  template <int N>
-  void diode(int a, int ai, int k, const double* x, double* J, double* rhs, double& vold, bool nolimit,
-             bool& noncon) const {
+  template <int N, class T>
+  void diode(int a, int ai, int k, const T* x, T* J, T* rhs, T& vold, Mask<T> nolimit, Mask<T>& noncon) const {
     const int n = N > 0 ? N : L.n;
     const int j = ai >= 0 ? ai : a;
     if (ai >= 0) {
@@ -239,13 +288,11 @@ struct Kernel {
       J[a * n + ai] -= di.grs;
       J[ai * n + a] -= di.grs;
     }
-    double vd = x[j] - x[k];
-    bool limited = false;
-    if (!nolimit) vd = diode_model::limit(di, vd, vold, limited);
-    if (limited) noncon = true;
+    T vd = x[j] - x[k];
+    T gd, cd;
+    diode_at(vd, vold, nolimit, noncon, gd, cd);
     vold = vd;
-    const diode_model::Current d = diode_model::current(di, vd, gmin);
-    const double gd = d.gd, ieq = d.cd - gd * vd;
+    const T ieq = cd - gd * vd;
     J[j * n + j] += gd;
     J[k * n + k] += gd;
     J[j * n + k] -= gd;
@@ -254,6 +301,28 @@ struct Kernel {
     rhs[k] += ieq;
   }
 
+
+  // The diode's limiting (vd against vold unless nolimit; noncon where it acted), then its conductance gd [S] and
+  // current cd [A] at the limited vd (lane-wise for a block).
+  void diode_at(double& vd, double vold, bool nolimit, bool& noncon, double& gd, double& cd) const {
+    bool limited = false;
+    if (!nolimit) vd = diode_model::limit(di, vd, vold, limited);
+    if (limited) noncon = true;
+    const diode_model::Current d = diode_model::current(di, vd, gmin);
+    gd = d.gd;
+    cd = d.cd;
+  }
+  void diode_at(Vd& vd, Vd vold, Vm nolimit, Vm& noncon, Vd& gd, Vd& cd) const {
+    for (int b = 0; b < kLanes; ++b) {
+      double v = vd[b], g, c;
+      bool nc = false;
+      diode_at(v, vold[b], nolimit[b] != 0, nc, g, c);
+      vd[b] = v;
+      gd[b] = g;
+      cd[b] = c;
+      if (nc) noncon[b] = -1;
+    }
+  }
 
   double tol(int k, double a, double b) const {
     return reltol * std::max(std::fabs(a), std::fabs(b)) + (L.is_current[k] ? 1e-18 : vntol);
@@ -310,6 +379,112 @@ struct Kernel {
     for (int k = 0; k < n; ++k) x[k] += r[k];
     std::copy(lim2, lim2 + kLim, lim);
     return true;
+  }
+  // A block of images (nn/lanes.hpp): tol() lane-wise.
+  Vd tol_lanes(int k, Vd a, Vd b) const {
+    return reltol * vmax(vabs(a), vabs(b)) + (L.is_current[k] ? 1e-18 : vntol);
+  }
+  // solve() on the lanes of `run` of a block of images (gshunt and max_step 0), each lane with its own warm flag,
+  // tolerance scale and stopping iteration; lanes outside `run` are left as they are. J, piv receive the lanes' LU
+  // factors of their last Jacobian. its[b]: lane b's iteration count, minus it where Newton did not converge (as
+  // solve() returns), 0 on lanes not run.
+  void solve_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
+                   long* its) const {
+    switch (L.n) {
+      case 2: return solve_lanes_n<2>(in, x, lim, warm, run, tol_scale, J, piv, its);
+      case 3: return solve_lanes_n<3>(in, x, lim, warm, run, tol_scale, J, piv, its);
+      case 7: return solve_lanes_n<7>(in, x, lim, warm, run, tol_scale, J, piv, its);
+      case 10: return solve_lanes_n<10>(in, x, lim, warm, run, tol_scale, J, piv, its);
+      case 12: return solve_lanes_n<12>(in, x, lim, warm, run, tol_scale, J, piv, its);
+      default: return solve_lanes_n<0>(in, x, lim, warm, run, tol_scale, J, piv, its);
+    }
+  }
+  template <int N>
+  void solve_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
+                     long* its) const {
+    const int n = N > 0 ? N : L.n;
+    Vd Jt[kMaxLocal * kMaxLocal], rhs[kMaxLocal], lim2[kLim];
+    Vm pt[kMaxLocal];
+    Vd prev = splat(std::numeric_limits<double>::infinity());
+    for (int b = 0; b < kLanes; ++b) its[b] = 0;
+    for (int it = 1; it <= max_newton && any(run); ++it) {
+      std::fill(Jt, Jt + n * n, Vd{});
+      std::fill(rhs, rhs + n, Vd{});
+      std::copy(lim, lim + kLim, lim2);
+      Vm noncon{};
+      stamp<N>(in, x, Jt, rhs, lim2, it == 1 ? ~warm : Vm{}, noncon);
+      Vm bad = lu_factor_lanes<N>(n, Jt, pt) & run;
+      lu_apply_lanes<N>(n, Jt, pt, rhs);
+      Vm conv = (noncon == 0) & (warm | mask_all(it > 1) | (tol_scale > 1.0));
+      Vd norm{};
+      for (int k = 0; k < n; ++k) {
+        bad |= run & ~(vabs(rhs[k]) <= std::numeric_limits<double>::max());
+        norm = vmax(norm, vabs(rhs[k] - x[k]) / (tol_scale * tol_lanes(k, rhs[k], x[k])));
+      }
+      conv &= ~(norm > 1.0);
+      for (int b = 0; b < kLanes; ++b)
+        if (bad[b]) its[b] = -it;
+      run &= ~bad;
+      const Vm damp = run & ~conv & mask_all(it > max_newton / 4) & (norm > prev);
+      if (any(damp))
+        for (int k = 0; k < n; ++k) rhs[k] = damp ? x[k] + 0.5 * (rhs[k] - x[k]) : rhs[k];
+      prev = run ? norm : prev;
+      for (int k = 0; k < n; ++k) {
+        x[k] = run ? rhs[k] : x[k];
+        piv[k] = run ? pt[k] : piv[k];
+      }
+      for (int s = 0; s < kLim; ++s) lim[s] = run ? lim2[s] : lim[s];
+      for (int e = 0; e < n * n; ++e) J[e] = run ? Jt[e] : J[e];
+      const Vm fin = run & conv;
+      for (int b = 0; b < kLanes; ++b)
+        if (fin[b]) its[b] = it;
+      run &= ~conv;
+    }
+    for (int b = 0; b < kLanes; ++b)
+      if (run[b]) its[b] = -max_newton;
+  }
+  // check() on the lanes of `run` of a block of images; returns the lanes that passed (advanced by their step).
+  Vm check_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* J, const Vm* piv, Vd tol_scale, Vm run) const {
+    switch (L.n) {
+      case 2: return check_lanes_n<2>(in, x, lim, J, piv, tol_scale, run);
+      case 3: return check_lanes_n<3>(in, x, lim, J, piv, tol_scale, run);
+      case 7: return check_lanes_n<7>(in, x, lim, J, piv, tol_scale, run);
+      case 10: return check_lanes_n<10>(in, x, lim, J, piv, tol_scale, run);
+      case 12: return check_lanes_n<12>(in, x, lim, J, piv, tol_scale, run);
+      default: return check_lanes_n<0>(in, x, lim, J, piv, tol_scale, run);
+    }
+  }
+  template <int N>
+  Vm check_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* Jold, const Vm* piv, Vd tol_scale,
+                   Vm run) const {
+    const int n = N > 0 ? N : L.n;
+    Vd J[kMaxLocal * kMaxLocal], r[kMaxLocal], lim2[kLim];
+    std::fill(J, J + n * n, Vd{});
+    std::fill(r, r + n, Vd{});
+    std::copy(lim, lim + kLim, lim2);
+    Vm noncon{};
+    stamp<N>(in, x, J, r, lim2, Vm{}, noncon);
+    for (int i = 0; i < n; ++i) {
+      Vd v = r[i];
+      for (int k = 0; k < n; ++k) v -= J[i * n + k] * x[k];
+      r[i] = v;
+    }
+    lu_apply_lanes<N>(n, Jold, piv, r);
+    Vm ok = run & (noncon == 0);
+    for (int k = 0; k < n; ++k) ok &= vabs(r[k]) <= tol_scale * tol_lanes(k, x[k] + r[k], x[k]);
+    for (int k = 0; k < n; ++k) x[k] = ok ? x[k] + r[k] : x[k];
+    for (int s = 0; s < kLim; ++s) lim[s] = ok ? lim2[s] : lim[s];
+    return ok;
+  }
+  // Solves with the lanes' LU factors (lu_apply_lanes at the neuron's size), b in place.
+  void apply_lanes(const Vd* J, const Vm* piv, Vd* b) const {
+    switch (L.n) {
+      case 2: return lu_apply_lanes<2>(2, J, piv, b);
+      case 3: return lu_apply_lanes<3>(3, J, piv, b);
+      case 7: return lu_apply_lanes<7>(7, J, piv, b);
+      case 10: return lu_apply_lanes<10>(10, J, piv, b);
+      default: return lu_apply_lanes<0>(L.n, J, piv, b);
+    }
   }
   // m right-hand sides at once (b: m consecutive vectors of n).
   void apply_multi(const double* A, const int* piv, double* b, int m) const {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <utility>
+#include "nn/lanes.hpp"
 
 namespace anasim::nn::fast {
 
@@ -73,6 +74,75 @@ inline void lu_apply_multi(int nrt, const double* A, const int* piv, double* b, 
       const double uik = A[i * n + k];
       for (int r = 0; r < m; ++r) b[r * n + i] -= uik * b[r * n + k];
     }
+  }
+}
+
+// The same for a block of images (nn/lanes.hpp): every lane its own matrix (A[(i * n + k)] holds entry (i, k) of
+// every lane) with its own pivots (piv[k] lane-wise). Returns the lanes whose matrix is singular.
+template <int N>
+inline Vm lu_factor_lanes(int nrt, Vd* A, Vm* piv) {
+  const int n = N > 0 ? N : nrt;
+  Vm singular{};
+  for (int k = 0; k < n; ++k) {
+    Vm p = Vm{} + k;
+    Vd best = vabs(A[k * n + k]);
+    for (int i = k + 1; i < n; ++i) {
+      const Vd a = vabs(A[i * n + k]);
+      const Vm gt = a > best;
+      best = gt ? a : best;
+      p = gt ? Vm{} + i : p;
+    }
+    singular |= ~(best > 0);
+    piv[k] = p;
+    if (all(p == p[0])) {  // the same pivot row in every lane
+      if (p[0] != k)
+        for (int c = 0; c < n; ++c) std::swap(A[k * n + c], A[p[0] * n + c]);
+    } else {
+      for (int i = k + 1; i < n; ++i) {
+        const Vm m = p == i;
+        if (!any(m)) continue;
+        for (int c = 0; c < n; ++c) {
+          const Vd t = A[k * n + c];
+          A[k * n + c] = m ? A[i * n + c] : t;
+          A[i * n + c] = m ? t : A[i * n + c];
+        }
+      }
+    }
+    const Vd inv = 1.0 / A[k * n + k];
+    A[k * n + k] = inv;
+    for (int i = k + 1; i < n; ++i) {
+      const Vd f = A[i * n + k] * inv;
+      A[i * n + k] = f;
+      for (int c = k + 1; c < n; ++c) A[i * n + c] -= f * A[k * n + c];
+    }
+  }
+  return singular;
+}
+// Solves with a factorization from lu_factor_lanes, b (n lane vectors) in place.
+template <int N>
+inline void lu_apply_lanes(int nrt, const Vd* A, const Vm* piv, Vd* b) {
+  const int n = N > 0 ? N : nrt;
+  for (int k = 0; k < n; ++k) {
+    const Vm p = piv[k];
+    if (all(p == p[0])) {
+      if (p[0] != k) std::swap(b[k], b[p[0]]);
+      continue;
+    }
+    for (int i = k + 1; i < n; ++i) {
+      const Vm m = p == i;
+      const Vd t = b[k];
+      b[k] = m ? b[i] : t;
+      b[i] = m ? t : b[i];
+    }
+  }
+  for (int k = 0; k < n; ++k) {
+    const Vd bk = b[k];
+    for (int i = k + 1; i < n; ++i) b[i] -= A[i * n + k] * bk;
+  }
+  for (int k = n - 1; k >= 0; --k) {
+    const Vd bk = b[k] * A[k * n + k];
+    b[k] = bk;
+    for (int i = 0; i < k; ++i) b[i] -= A[i * n + k] * bk;
   }
 }
 

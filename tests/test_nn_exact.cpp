@@ -212,6 +212,46 @@ TEST_CASE("nn exact: results do not depend on the thread count") {
   CHECK(r[0].points[0].accuracy.size() == 3);
 }
 
+TEST_CASE("nn exact: the batched sweeps (images as SIMD lanes) give the one-image sweeps' codes") {
+  // FastOptions::batch runs 8 images side by side, each lane following the one-image algorithm to the same
+  // tolerance: every ADC code must be the one-image path's, in both modes, at every op-amp level, with saturated
+  // TIAs, read noise, diode series resistance (level 1's config) and chunks that leave partial blocks.
+  for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid})
+    for (int level : {1, 2, 0}) {
+      const std::string mode_s = mode_name(mode);
+      CAPTURE(mode_s);
+      CAPTURE(level);
+      Small s;
+      HardwareConfig c = small_config(mode, level);
+      c.read_noise = 2e-7;
+      REQUIRE(map_network(s.net, c, s.x, s.map).ok());
+      realize(s.map, 9, 1, s.hw);
+      for (auto& li : s.hw.layers) li.res[1 * kNumPeripheryRes + kResRf] *= 40;
+      std::vector<int> cls[2];
+      std::vector<long> codes[2];
+      long sweeps[2], newton[2];
+      for (int b : {0, 1}) {
+        FastEvaluator fe;
+        FastOptions o;
+        o.batch = b == 1;
+        o.direct = false;
+        o.chunk = 13;  // partial blocks of lanes
+        REQUIRE(fe.prepare(s.hw, o).ok());
+        REQUIRE(fe.classify(s.x, 0, static_cast<int>(s.x.rows()), 100, cls[b], &codes[b]).ok());
+        CHECK(fe.stats().failures == 0);
+        sweeps[b] = fe.stats().sweeps;
+        newton[b] = fe.stats().newton;
+      }
+      CHECK(cls[0] == cls[1]);
+      CHECK(codes[0] == codes[1]);
+      // The same algorithm lane by lane: the same work, up to rounding-level differences in a decision.
+      CHECK(std::abs(sweeps[1] - sweeps[0]) <= sweeps[0] / 50);
+      CHECK(std::abs(newton[1] - newton[0]) <= newton[0] / 20);
+      MESSAGE(mode_s << " level " << level << ": sweeps " << sweeps[0] << " / " << sweeps[1] << ", Newton "
+                     << newton[0] << " / " << newton[1]);
+    }
+}
+
 TEST_CASE("nn exact: an ideal periphery is evaluated by products alone, with the sweeps' codes") {
   // Hybrid mode with level-0 op-amps: FastOptions::direct evaluates each layer as one product. Its ADC codes must be
   // the sweeps' for every image, with read noise, with DAC row pairs that are exact opposites (the pair product)

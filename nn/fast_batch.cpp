@@ -1,0 +1,404 @@
+// The fast evaluator's batched path (nn/fast_eval.hpp, issue 19): the Gauss-Seidel sweeps of nn/fast_sweeps.cpp
+// run on kLanes images at once, one image per SIMD lane (nn/lanes.hpp). Every lane follows the one-image algorithm
+// (its own neuron states, linear-response updates, verification and stopping sweep); the neurons' Newton solves,
+// checks and sensitivities are the periphery kernel's lane-wise forms (one stamp template, a lane-wise pivoted LU),
+// and the coupling updates pass each admittance column once for all the lanes. Contract: the same fixed point as
+// the one-image path to its tolerance (reltol |x| + vntol on every unknown), so the same ADC codes and classes
+// except where an output lies within that tolerance of a code boundary; results do not depend on the thread count
+// (the blocks are fixed by the chunks).
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include "nn/fast_eval_impl.hpp"
+
+namespace anasim::nn {
+
+using namespace fast;
+
+namespace {
+
+// As in nn/fast_sweeps.cpp (the same algorithm): largest relative linear-response move, the move below which no
+// verification is needed, and the tolerance multiplier of the Newton solves between verifications.
+constexpr double kLinearMax = 1e-3;
+constexpr double kNoCheck = 1e-7;
+constexpr double kLooseTol = 1e4;
+
+}  // namespace
+
+// Per-thread state of a block of kLanes images: the one-image Work's arrays, lane-wise ([index] holds every lane).
+struct FastEvaluator::Impl::Batch {
+  struct Layer {
+    std::vector<Vd> x, xn, lim, lagn, lagu, sens, bound, lu, ic, ix, vx;
+    std::vector<Vm> piv, state;
+  };
+  std::vector<Layer> layers;
+  Vd old[kMaxLocal];
+  std::uint64_t sample[kLanes] = {};
+  Vm live{};                  // lanes holding an image
+  long sweeps[kLanes] = {}, newton[kLanes] = {};
+  Vm failed{};
+};
+
+void FastEvaluator::Impl::BatchFree::operator()(Batch* b) const { delete b; }
+
+std::unique_ptr<FastEvaluator::Impl::Batch, FastEvaluator::Impl::BatchFree> FastEvaluator::Impl::new_batch() const {
+  std::unique_ptr<Batch, BatchFree> w(new Batch);
+  w->layers.resize(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const FastLayer& f = layers[l];
+    Batch::Layer& b = w->layers[l];
+    const size_t C = static_cast<size_t>(f.C), n = static_cast<size_t>(f.kernel.L.n);
+    b.x.assign(C * n, Vd{});
+    b.xn.assign(C * n, Vd{});
+    b.lim.assign(C * kLim, Vd{});
+    b.lagn.assign(C * 3, Vd{});
+    b.lagu.assign(C * 3, Vd{});
+    b.sens.assign(C * 3 * n, Vd{});
+    b.bound.assign(C * 3, Vd{});
+    b.lu.assign(C * n * n, Vd{});
+    b.piv.assign(C * n, Vm{});
+    b.state.assign(C, Vm{});
+    b.ic.assign(C, Vd{});
+    b.ix.assign(f.P, Vd{});
+    b.vx.assign(f.P, Vd{});
+  }
+  return w;
+}
+
+// True when classify() takes the batched path: DC sweeps without per-sweep tracing or debug output.
+bool FastEvaluator::Impl::batched() const { return opt.batch && !opt.trace && !opt.debug; }
+
+namespace {
+
+using Impl = FastEvaluator::Impl;
+
+// Lane b of a block's neuron inputs, for the one-image kernel functions (guess, robust_solve).
+NeuronIn lane(const NeuronInT<Vd>& v, int b) {
+  NeuronIn in;
+  in.y_cc = v.y_cc;
+  in.lag_c = v.lag_c[b];
+  in.y_hh = v.y_hh;
+  in.y_hhn = v.y_hhn;
+  in.y_hnh = v.y_hnh;
+  in.y_hnhn = v.y_hnhn;
+  in.lag_h = v.lag_h[b];
+  in.lag_hn = v.lag_hn[b];
+  in.gpole = v.gpole;
+  for (int k = 0; k < 3; ++k) in.ipole[k] = v.ipole[k][b];
+  in.r = v.r;
+  in.vos = v.vos;
+  return in;
+}
+
+// What neuron j of layer l sees of the arrays, every lane (Impl::inputs lane-wise).
+NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, int l1) {
+  const FastLayer& f = I.layers[l];
+  const Layout& Lo = f.kernel.L;
+  const Impl::Batch::Layer& B = w.layers[l];
+  const Vd* x = &B.x[static_cast<size_t>(j) * Lo.n];
+  NeuronInT<Vd> in;
+  in.r = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
+  in.vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
+  in.y_cc = f.Ycc(j, j);
+  in.lag_c = B.ic[j] - in.y_cc * x[Lo.c];
+  if (I.noise)
+    for (int b = 0; b < kLanes; ++b)
+      if (w.live[b]) in.lag_c[b] -= read_noise_current(*I.hw, l, j, w.sample[b]);
+  if (f.m->rectifier && l + 1 < l1) {
+    const FastLayer& nx = I.layers[l + 1];
+    const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
+    const Eigen::MatrixXd& S = nx.Yxx[bl];
+    in.y_hh = S(p - off, p - off);
+    in.y_hhn = S(p - off, p + 1 - off);
+    in.y_hnh = S(p + 1 - off, p - off);
+    in.y_hnhn = S(p + 1 - off, p + 1 - off);
+    const Impl::Batch::Layer& N = w.layers[l + 1];
+    in.lag_h = N.ix[p] - in.y_hh * x[Lo.h] - in.y_hhn * x[Lo.hn];
+    in.lag_hn = N.ix[p + 1] - in.y_hnh * x[Lo.h] - in.y_hnhn * x[Lo.hn];
+  }
+  return in;
+}
+
+// y[i] += a[i] * d for i < m (one admittance column into every lane's currents).
+inline void axpy(Vd* y, const double* a, Vd d, int m) {
+  for (int i = 0; i < m; ++i) y[i] += a[i] * d;
+}
+
+// y[i] += a0[i] * d0 + a1[i] * d1 for i < m.
+inline void axpy2(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, int m) {
+  for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1;
+}
+
+// Impl::propagate lane-wise: the port-voltage changes of neuron j of layer l (x against w.old) into the lagged
+// currents of every lane.
+void propagate_lanes(const Impl& I, Impl::Batch& w, int l, int j, int l1) {
+  const FastLayer& f = I.layers[l];
+  const Layout& Lo = f.kernel.L;
+  Impl::Batch::Layer& B = w.layers[l];
+  const Vd* x = &B.x[static_cast<size_t>(j) * Lo.n];
+  const Vd dc = x[Lo.c] - w.old[Lo.c];
+  if (any(dc != 0)) {
+    axpy(B.ic.data(), f.Ycc.col(j).data(), dc, f.C);
+    if (!f.m->dac_rows) axpy(B.ix.data(), f.Yxc.col(j).data(), dc, f.P);
+  }
+  if (!(f.m->rectifier && l + 1 < l1)) return;
+  const FastLayer& nx = I.layers[l + 1];
+  Impl::Batch::Layer& N = w.layers[l + 1];
+  const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
+  const Eigen::MatrixXd& S = nx.Yxx[bl];
+  const int rows = static_cast<int>(S.rows());
+  const Vd dh = x[Lo.h] - w.old[Lo.h], dhn = x[Lo.hn] - w.old[Lo.hn];
+  if (any((dh != 0) | (dhn != 0))) {  // both columns of the row pair in one pass
+    axpy2(N.ix.data() + off, S.col(p - off).data(), dh, S.col(p + 1 - off).data(), dhn, rows);
+    axpy2(N.ic.data(), nx.Ycx.col(p).data(), dh, nx.Ycx.col(p + 1).data(), dhn, nx.C);
+  }
+  N.vx[p] = x[Lo.h];
+  N.vx[p + 1] = x[Lo.hn];
+}
+
+// Impl::tiny_linear lane-wise (DC tolerance): lanes whose linear moves from xn need no verifying check.
+Vm tiny_linear_lanes(const Layout& Lo, const Vd* x, const Vd* xn) {
+  Vm tiny = Vm{} - 1;
+  for (int k = 0; k < Lo.n; ++k)
+    tiny &= ~(vabs(x[k] - xn[k]) > kNoCheck * (vabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3)));
+  return tiny;
+}
+
+}  // namespace
+
+// Impl::start_layer for a block: layer l unsolved, free rows at 0 V; DAC layers' column currents from ic0 (lane b:
+// ic0[b * ld + j]) or from the lanes' row voltages vx.
+void FastEvaluator::Impl::start_block_layer(Batch& w, int l, const double* ic0, int ld) const {
+  const FastLayer& f = layers[l];
+  Batch::Layer& B = w.layers[l];
+  std::fill(B.state.begin(), B.state.end(), Vm{});
+  std::fill(B.x.begin(), B.x.end(), Vd{});
+  if (f.m->dac_rows) {
+    if (ic0) {
+      for (int j = 0; j < f.C; ++j)
+        for (int b = 0; b < kLanes; ++b) B.ic[j][b] = w.live[b] ? ic0[static_cast<size_t>(b) * ld + j] : 0.0;
+    } else {
+      std::fill(B.ic.begin(), B.ic.end(), Vd{});
+      for (int p = 0; p < f.P; ++p) axpy(B.ic.data(), f.Ycx.col(p).data(), B.vx[p], f.C);
+    }
+    std::fill(B.ix.begin(), B.ix.end(), Vd{});
+  } else {
+    for (int j = 0; j < f.C; ++j) B.ic[j] = splat(f.ic_bias[j]);
+    for (int p = 0; p < f.P; ++p) B.ix[p] = splat(f.ix_bias[p]);
+    for (int p = 0; p < f.first_dac; ++p) B.vx[p] = Vd{};
+  }
+}
+
+// Impl::sweep for a block (cold start at DC): Gauss-Seidel sweeps over layers [l0, l1) until every live lane has
+// converged; each lane stops at the sweep where the one-image algorithm stops.
+void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
+  const FastOptions& o = opt;
+  // The ideal-circuit guess of every neuron, lane by lane (the stage-by-stage inversion is branchy).
+  for (int l = l0; l < l1; ++l) {
+    const Kernel& K = layers[l].kernel;
+    const int n = K.L.n;
+    Batch::Layer& B = w.layers[l];
+    for (int j = 0; j < layers[l].C; ++j) {
+      Vd* x = &B.x[static_cast<size_t>(j) * n];
+      Vd* lim = &B.lim[static_cast<size_t>(j) * kLim];
+      std::copy(x, x + n, w.old);
+      const NeuronInT<Vd> in = inputs_lanes(*this, w, l, j, l1);
+      for (int b = 0; b < kLanes; ++b) {
+        if (!w.live[b]) continue;
+        double xb[kMaxLocal], lb[kLim];
+        K.guess(lane(in, b), xb, lb);
+        for (int k = 0; k < n; ++k) x[k][b] = xb[k];
+        for (int s = 0; s < kLim; ++s) lim[s][b] = lb[s];
+      }
+      propagate_lanes(*this, w, l, j, l1);
+    }
+  }
+  Vm done = ~w.live, verify{};
+  for (int sw = 1; sw <= o.max_sweeps; ++sw) {
+    for (int b = 0; b < kLanes; ++b) w.sweeps[b] += !done[b];
+    Vd worst{};
+    const Vm act = ~done;
+    const Vd tol_newton = verify ? splat(1.0) : splat(kLooseTol);
+    for (int l = l0; l < l1; ++l) {
+      const FastLayer& f = layers[l];
+      const Kernel& K = f.kernel;
+      const Layout& Lo = K.L;
+      const int n = Lo.n;
+      Batch::Layer& B = w.layers[l];
+      for (int j = 0; j < f.C; ++j) {
+        const size_t jn = static_cast<size_t>(j) * n;
+        Vd* x = &B.x[jn];
+        Vd* xn = &B.xn[jn];
+        Vd* lim = &B.lim[static_cast<size_t>(j) * kLim];
+        Vd* lagn = &B.lagn[static_cast<size_t>(j) * 3];
+        Vd* lagu = &B.lagu[static_cast<size_t>(j) * 3];
+        Vd* sens = &B.sens[static_cast<size_t>(j) * 3 * n];
+        Vd* bound = &B.bound[static_cast<size_t>(j) * 3];
+        Vd* J = &B.lu[jn * n];
+        Vm* piv = &B.piv[jn];
+        Vm& state = B.state[j];
+        const NeuronInT<Vd> in = inputs_lanes(*this, w, l, j, l1);
+        const Vd lag[3] = {in.lag_c, in.lag_h, in.lag_hn};
+        std::copy(x, x + n, w.old);
+        // Lanes whose linear updates stayed tiny are accurate as they are.
+        const Vm lin2 = act & verify & (state == 2);
+        if (any(lin2)) state = (lin2 & tiny_linear_lanes(Lo, x, xn)) ? Vm{} + 1 : state;
+        Vm newton = act & ((state == 0) | (verify & (state == 2)));
+        const Vm rest = act & ~newton;
+        if (any(rest)) {
+          // Skip lanes whose currents moved too little to move any unknown by a twentieth of its tolerance; the
+          // others move by linear response, or by Newton when that move is large.
+          const Vd du = vabs(lag[0] - lagu[0]) * bound[0] + vabs(lag[1] - lagu[1]) * bound[1] +
+                        vabs(lag[2] - lagu[2]) * bound[2];
+          const Vm lin = rest & ~(du <= 0.05);
+          if (any(lin)) {
+            const Vd d[3] = {lag[0] - lagn[0], lag[1] - lagn[1], lag[2] - lagn[2]};
+            Vd big{};
+            for (int k = 0; k < n; ++k) {
+              const Vd r = -(d[0] * sens[k] + d[1] * sens[n + k] + d[2] * sens[2 * n + k]);
+              x[k] = lin ? xn[k] + r : x[k];
+              big = vmax(big, vabs(r) / (vabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3)));
+            }
+            for (int i = 0; i < 3; ++i) lagu[i] = lin ? lag[i] : lagu[i];
+            const Vm small = lin & (big <= kLinearMax);
+            state = small ? Vm{} + 2 : state;
+            newton |= lin & ~small;
+          }
+        }
+        // Verification of the lanes moved by linear response: a Newton step with the stored factors.
+        const Vm chk = newton & verify & (state == 2);
+        if (any(chk)) {
+          const Vm ok = K.check_lanes(in, x, lim, J, piv, splat(1.0), chk);
+          newton &= ~ok;
+          state = ok ? Vm{} + 1 : state;
+          for (int k = 0; k < n; ++k) xn[k] = ok ? x[k] : xn[k];
+          for (int i = 0; i < 3; ++i) {
+            lagn[i] = ok ? lag[i] : lagn[i];
+            lagu[i] = ok ? lag[i] : lagu[i];
+          }
+        }
+        if (any(newton)) {
+          const Vm warm = state != 0;
+          long its[kLanes];
+          K.solve_lanes(in, x, lim, warm, newton, tol_newton, J, piv, its);
+          for (int b = 0; b < kLanes; ++b) {
+            if (!newton[b]) continue;
+            if (its[b] < 0) {  // the one-image fallbacks on this lane
+              const NeuronIn ib = lane(in, b);
+              double xb[kMaxLocal], lb[kLim], x0[kMaxLocal], Jb[kMaxLocal * kMaxLocal];
+              int pb[kMaxLocal];
+              for (int k = 0; k < n; ++k) {
+                xb[k] = x[k][b];
+                x0[k] = warm[b] ? xn[k][b] : w.old[k][b];
+              }
+              for (int s = 0; s < kLim; ++s) lb[s] = lim[s][b];
+              int it = K.robust_solve(ib, xb, lb, x0, warm[b] != 0, static_cast<int>(its[b]), Jb, pb);
+              if (it < 0) {
+                w.failed[b] = -1;
+                if (o.debug)
+                  fmt::print(stderr, "newton fail (batched) sweep {} layer {} neuron {} lane {}\n", sw, l, j, b);
+              }
+              for (int k = 0; k < n; ++k) {
+                x[k][b] = xb[k];
+                piv[k][b] = pb[k];
+              }
+              for (int s = 0; s < kLim; ++s) lim[s][b] = lb[s];
+              for (int e = 0; e < n * n; ++e) J[e][b] = Jb[e];
+              its[b] = it;
+            }
+            w.newton[b] += std::abs(its[b]);
+          }
+          worst = (newton & (state == 0)) ? vmax(worst, splat(2.0)) : worst;
+          state = newton ? Vm{} + 1 : state;
+          for (int k = 0; k < n; ++k) xn[k] = newton ? x[k] : xn[k];
+          for (int i = 0; i < 3; ++i) {
+            lagn[i] = newton ? lag[i] : lagn[i];
+            lagu[i] = newton ? lag[i] : lagu[i];
+          }
+          // Sensitivities dx/dlag at the new solutions and their bounds in units of the tolerance.
+          const int ports[3] = {Lo.c, Lo.h, Lo.hn};
+          const int np = Lo.h >= 0 ? 3 : 1;
+          for (int i = 0; i < np; ++i) {
+            Vd s[kMaxLocal];
+            std::fill(s, s + n, Vd{});
+            s[ports[i]] = splat(1.0);
+            K.apply_lanes(J, piv, s);
+            Vd bnd{};
+            for (int k = 0; k < n; ++k) {
+              sens[i * n + k] = newton ? s[k] : sens[i * n + k];
+              bnd = vmax(bnd, vabs(s[k]) * (1.0 / K.tol_lanes(k, x[k], x[k])));
+            }
+            bound[i] = newton ? bnd : bound[i];
+          }
+          for (int i = np; i < 3; ++i) bound[i] = newton ? Vd{} : bound[i];
+        }
+        for (int k = 0; k < n; ++k) {
+          const Vd dx = vabs(x[k] - w.old[k]), tk = K.tol_lanes(k, x[k], w.old[k]);
+          const Vm moved = act & ~(dx <= tk * vmax(worst, splat(1e-3)));
+          worst = moved ? vmax(worst, dx / tk) : worst;
+        }
+        propagate_lanes(*this, w, l, j, l1);
+      }
+    }
+    // Per lane: done when nothing moved and every neuron sits at a Newton solution (or was checked in this sweep).
+    Vm unverified{};
+    for (int l = l0; l < l1; ++l)
+      for (const Vm& st : w.layers[l].state) unverified |= st == 2;
+    const Vm calm = act & (worst <= 1.0);
+    done |= calm & (~unverified | verify);
+    verify = calm | (act & ~calm & mask_all(sw > 1) & (worst <= 1e3));
+    if (all(done)) return;
+  }
+  w.failed |= ~done;
+}
+
+void FastEvaluator::Impl::classify_batch(Batch& w, const Eigen::MatrixXd& IC, int col0, int nb,
+                                         std::uint64_t sample0, int* classes, long* codes, long& sweeps,
+                                         long& newton, long& failures) const {
+  const int L = static_cast<int>(layers.size());
+  std::vector<long> code, next;
+  for (int b = 0; b < kLanes; ++b) {
+    w.live[b] = b < nb ? -1 : 0;
+    w.sample[b] = sample0 + static_cast<std::uint64_t>(b);
+    w.sweeps[b] = w.newton[b] = 0;
+  }
+  w.failed = Vm{};
+  const double* ic0 = IC.data() + static_cast<size_t>(col0) * IC.rows();
+  if (hw->map->cfg.mode == MappingMode::Analog) {
+    for (int l = 0; l < L; ++l) start_block_layer(w, l, l == 0 ? ic0 : nullptr, static_cast<int>(IC.rows()));
+    sweep_block(w, 0, L);
+  } else {
+    for (int l = 0; l < L; ++l) {
+      if (l > 0) {  // this layer's DAC rows from the previous layer's ADC codes, lane by lane
+        const FastLayer& pf = layers[l - 1];
+        const Batch::Layer& P = w.layers[l - 1];
+        Batch::Layer& B = w.layers[l];
+        const int n = pf.kernel.L.n, y = pf.kernel.L.y;
+        std::vector<double> v(layers[l].P);
+        next.resize(pf.C);
+        for (int b = 0; b < kLanes; ++b) {
+          for (int j = 0; j < pf.C; ++j)
+            next[j] = w.live[b] ? pf.next_code[adc_code(*hw, l - 1, j, P.x[static_cast<size_t>(j) * n + y][b])] : 0;
+          dac_voltages(layers[l], next.data(), v.data());
+          for (int p = 0; p < layers[l].P; ++p) B.vx[p][b] = v[p];
+        }
+      }
+      start_block_layer(w, l, l == 0 ? ic0 : nullptr, static_cast<int>(IC.rows()));
+      sweep_block(w, l, l + 1);
+    }
+  }
+  // The last layer's ADC codes and the classes (argmax; the first of equal codes), lane by lane.
+  const FastLayer& f = layers[L - 1];
+  const Batch::Layer& B = w.layers[L - 1];
+  code.resize(f.C);
+  for (int b = 0; b < nb; ++b) {
+    for (int j = 0; j < f.C; ++j) code[j] = adc_code(*hw, L - 1, j, B.x[static_cast<size_t>(j) * f.kernel.L.n + f.kernel.L.y][b]);
+    if (codes) std::copy(code.begin(), code.end(), codes + static_cast<size_t>(b) * f.C);
+    classes[b] = static_cast<int>(std::max_element(code.begin(), code.end()) - code.begin());
+    sweeps += w.sweeps[b];
+    newton += w.newton[b];
+    failures += w.failed[b] != 0;
+  }
+}
+
+}  // namespace anasim::nn
