@@ -123,13 +123,26 @@ struct Current {
   double cd = 0, gd = 0;    // [A], [S] with gmin in parallel, as stamped
 };
 
+// current()'s forward (exponential) branch: where it applies, and its values from evd = exp(vd / vte). T = double,
+// or the NN fast evaluator's lane vector (nn/lanes.hpp), which computes evd lane by lane.
+template <class T>
+inline auto forward_branch(const Coeffs& c, const T& vd) {
+  return vd >= -3 * c.vte;
+}
+template <class T>
+inline void forward_current(const Coeffs& c, const T& vd, const T& evd, double gmin, T& cdj, T& gdj, T& cd, T& gd) {
+  cdj = c.is * (evd - 1);
+  gdj = c.is * evd * c.inv_vte;
+  cd = cdj + gmin * vd;
+  gd = gdj + gmin;
+}
+
 // Forward exponential, reverse (cubic approach to -is) and breakdown branches; gmin [S] in parallel (as ngspice).
 inline Current current(const Coeffs& c, double vd, double gmin) {
   Current r;
-  if (vd >= -3 * c.vte) {
-    const double evd = std::exp(vd * c.inv_vte);
-    r.cdj = c.is * (evd - 1);
-    r.gdj = c.is * evd * c.inv_vte;
+  if (forward_branch(c, vd)) {
+    forward_current(c, vd, std::exp(vd * c.inv_vte), gmin, r.cdj, r.gdj, r.cd, r.gd);
+    return r;
   } else if (!c.bv_given || vd >= -c.bvt) {
     double arg = 3 * c.vte / (vd * M_E);
     arg = arg * arg * arg;

@@ -11,8 +11,9 @@ namespace anasim {
 // argument heading into a tail at most doubles per iteration (from inside the linear region it stops at
 // +-kLin), and one heading into the opposite tail restarts from 0, the linear model.
 // Returns the argument to evaluate at; `limited` tells whether it differs from xnew.
+constexpr double kTanhLin = 2.0;  // limit_tanh_arg leaves arguments of at most this magnitude alone
 inline double limit_tanh_arg(double xnew, double xold, bool& limited) {
-  constexpr double kLin = 2.0;
+  constexpr double kLin = kTanhLin;
   limited = false;
   if (std::fabs(xnew) <= kLin) return xnew;
   double bound = 0;
@@ -28,6 +29,14 @@ inline double limit_tanh_arg(double xnew, double xold, bool& limited) {
 // SPICE's pnjlim (ngspice DEVpnjlim) for a pn-junction voltage [V]: above vcrit a step of more than 2 vt is
 // replaced by the logarithmic one the exponential allows; below zero the voltage may fall at most to
 // -vold - 1 (or 2 vold - 1). vt: emission coefficient times thermal voltage [V]. `limited` tells whether it acted.
+// Where pnjlim acts (a bool for doubles; lane-wise for the NN fast evaluator's lane vectors): vnew above vcrit and
+// more than 2 vt from vold, or below zero and below its floor (-vold - 1, or 2 vold - 1 for vold <= 0).
+template <class T>
+inline auto pnjlim_acts(const T& vnew, const T& vold, double vt, double vcrit) {
+  const T d = vnew - vold;
+  return ((vnew > vcrit) & ((d > 2 * vt) | (d < -2 * vt))) |
+         ((vnew < 0) & (vnew < ((vold > 0) ? -vold - 1 : 2 * vold - 1)));
+}
 inline double pnjlim(double vnew, double vold, double vt, double vcrit, bool& limited) {
   limited = false;
   if (vnew > vcrit && std::fabs(vnew - vold) > 2 * vt) {

@@ -193,23 +193,15 @@ void FastEvaluator::Impl::start_block_layer(Batch& w, int l, const double* ic0, 
 // converged; each lane stops at the sweep where the one-image algorithm stops.
 void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
   const FastOptions& o = opt;
-  // The ideal-circuit guess of every neuron, lane by lane (the stage-by-stage inversion is branchy).
+  // The ideal-circuit guess of every neuron (lanes without an image are guessed too, from zero currents).
   for (int l = l0; l < l1; ++l) {
     const Kernel& K = layers[l].kernel;
     const int n = K.L.n;
     Batch::Layer& B = w.layers[l];
     for (int j = 0; j < layers[l].C; ++j) {
       Vd* x = &B.x[static_cast<size_t>(j) * n];
-      Vd* lim = &B.lim[static_cast<size_t>(j) * kLim];
       std::copy(x, x + n, w.old);
-      const NeuronInT<Vd> in = inputs_lanes(*this, w, l, j, l1);
-      for (int b = 0; b < kLanes; ++b) {
-        if (!w.live[b]) continue;
-        double xb[kMaxLocal], lb[kLim];
-        K.guess(lane(in, b), xb, lb);
-        for (int k = 0; k < n; ++k) x[k][b] = xb[k];
-        for (int s = 0; s < kLim; ++s) lim[s][b] = lb[s];
-      }
+      K.guess(inputs_lanes(*this, w, l, j, l1), x, &B.lim[static_cast<size_t>(j) * kLim]);
       propagate_lanes(*this, w, l, j, l1);
     }
   }

@@ -29,6 +29,7 @@ inline bool all(Vm m) {
   return r != 0;
 }
 inline bool any(bool m) { return m; }
+inline bool all(bool m) { return m; }
 
 // |x| (lane-wise), max, min, select(m, a, b) = m ? a : b; scalar twins.
 inline double vabs(double x) { return std::fabs(x); }

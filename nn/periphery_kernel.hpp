@@ -23,6 +23,8 @@ struct FastOptions;
 namespace anasim::nn::fast {
 
 using opamp_model::limit_tanh_arg;
+using anasim::kTanhLin;
+using anasim::pnjlim_acts;
 
 constexpr int kMaxLocal = 16;  // most local unknowns of one neuron
 constexpr int kLim = 8;  // limiting states per neuron: op-amp k tanh slots 2k, 2k+1; diodes 6, 7
@@ -56,8 +58,10 @@ inline double limit_arg(double arg, double xold, bool nolimit, bool& limited) {
 }
 inline Vd limit_arg(Vd arg, Vd xold, Vm nolimit, Vm& limited) {
   limited = Vm{};
+  const Vm may = ~nolimit & (vabs(arg) > kTanhLin);
+  if (!any(may)) return arg;
   for (int b = 0; b < kLanes; ++b) {
-    if (nolimit[b]) continue;
+    if (!may[b]) continue;
     bool l = false;
     arg[b] = limit_tanh_arg(arg[b], xold[b], l);
     limited[b] = -static_cast<long>(l);
@@ -313,6 +317,15 @@ struct Kernel {
     cd = d.cd;
   }
   void diode_at(Vd& vd, Vd vold, Vm nolimit, Vm& noncon, Vd& gd, Vd& cd) const {
+    // Lanes in the forward branch without limiting (the rectifier's usual case): the exponential lane-wise, the
+    // rest through the one-image code.
+    if (!di.bv_given && all(nolimit | ~pnjlim_acts(vd, vold, di.vte, di.vcrit)) &&
+        all(diode_model::forward_branch(di, vd))) {
+      const Vd evd = per_lane([&](int b) { return std::exp(vd[b] * di.inv_vte); });
+      Vd cdj, gdj;
+      diode_model::forward_current(di, vd, evd, gmin, cdj, gdj, cd, gd);
+      return;
+    }
     for (int b = 0; b < kLanes; ++b) {
       double v = vd[b], g, c;
       bool nc = false;
@@ -576,23 +589,59 @@ struct Kernel {
     }
     return std::atanh(u);
   }
+  static Vd guess_atanh(Vd u) {
+    const Vd u2 = u * u;
+    Vd r = u * (1.0 + u2 * (1.0 / 3.0 + u2 * 0.2));
+    const Vm big = ~(vabs(u) < 0.3);
+    if (any(big))
+      for (int b = 0; b < kLanes; ++b)
+        if (big[b]) r[b] = std::atanh(u[b]);
+    return r;
+  }
+  // std::clamp(v, lo, hi), lane-wise for a block.
+  static double clamp_to(double v, double lo, double hi) { return std::clamp(v, lo, hi); }
+  static Vd clamp_to(Vd v, double lo, double hi) { return v < lo ? splat(lo) : (hi < v ? splat(hi) : v); }
+  // Lane-wise (for a block) or plain calls of the device models used by the guess.
+  static double each(double v, double (*f)(const void*, double), const void* ctx) { return f(ctx, v); }
+  static Vd each(Vd v, double (*f)(const void*, double), const void* ctx) {
+    return per_lane([&](int b) { return f(ctx, v[b]); });
+  }
+  template <class T>
+  T pole_load_of(T p) const {
+    return each(p, [](const void* c, double v) { return opamp_model::pole_load(*static_cast<const OpampDc*>(c), v); },
+                &op);
+  }
+  template <class T>
+  T diode_current(T v) const {  // idio: the junction current at v [A] (with gmin)
+    return each(v, [](const void* c, double u) {
+      const Kernel& K = *static_cast<const Kernel*>(c);
+      return diode_model::current(K.di, u, K.gmin).cd;
+    }, this);
+  }
+  template <class T>
+  T diode_voltage(T i) const {  // vdio: the forward voltage at current i [V]
+    return each(i, [](const void* c, double u) {
+      return diode_model::forward_voltage(static_cast<const Kernel*>(c)->di, u);
+    }, this);
+  }
 
-  void opamp_inverse(double out, double io, double vos, double& inn, double& p) const {
+  template <class T>
+  void opamp_inverse(T out, T io, double vos, T& inn, T& p) const {
     p = out;
     if (op.level == 0) {
-      inn = 0.0;
+      inn = T{};
       return;
     }
     constexpr double kEdge = 1 - 1e-15;
-    double vd;
+    T vd;
     if (op.level == 1) {
-      const double u = std::clamp((out + op.rout * io - op.vmid) / op.vhalf, -kEdge, kEdge);
+      const T u = clamp_to((out + op.rout * io - op.vmid) / op.vhalf, -kEdge, kEdge);
       vd = op.vhalf * guess_atanh(u) / op.a0;
     } else {
-      p = std::isfinite(op.ilim) ? out + op.rout * op.ilim * guess_atanh(std::clamp(io / op.ilim, -kEdge, kEdge))
+      p = std::isfinite(op.ilim) ? out + op.rout * op.ilim * guess_atanh(clamp_to(io / op.ilim, -kEdge, kEdge))
                                  : out + op.rout * io;
-      const double need = opamp_model::pole_load(op, p);
-      vd = op.vsr * guess_atanh(std::clamp(need / op.imax, -kEdge, kEdge));
+      const T need = pole_load_of(p);
+      vd = op.vsr * guess_atanh(clamp_to(need / op.imax, -kEdge, kEdge));
     }
     const double kcm = op.level >= 2 ? op.kcm : 0.0;
     inn = (vos - kcm * op.vmid - vd) / (1 - 0.5 * kcm);
@@ -601,53 +650,68 @@ struct Kernel {
   // Initial guess for a cold start: the stages in signal order (TIA, rectifier, inverter), each from its KCL with
   // the op-amp equations inverted and the diodes in their ideal regime, three passes so that the loading of each
   // stage by the next settles. Near-exact away from the rectifier corner and saturation. Sets the limiting states.
-  void guess(const NeuronIn& in, double* x, double* lim) const {
-    std::fill(x, x + L.n, 0.0);
-    std::fill(lim, lim + kLim, 0.0);
+  // T = double (one image) or Vd (a block: every lane's own guess; branches become lane selects).
+  template <class T>
+  void guess(const NeuronInT<T>& in, T* x, T* lim) const {
+    std::fill(x, x + L.n, T{});
+    std::fill(lim, lim + kLim, T{});
     const double* r = in.r;
     const double gin = op.level >= 1 && std::isfinite(op.rin) ? 1.0 / op.rin : 0.0;
     const double ib = op.level == 2 ? op.ib : 0.0;
     const double rs = di.rs;
-    auto vdio = [&](double i) { return diode_model::forward_voltage(di, i); };
-    auto idio = [&](double v) { return diode_model::current(di, v, gmin).cd; };
-    double c = 0, y = 0, s = 0, a = 0, h = 0, t = 0, hn = 0, id1 = 0, id2 = 0;
-    double io[3] = {0, 0, 0}, p[3] = {0, 0, 0};
+    T c{}, y{}, s{}, a{}, h{}, t{}, hn{}, id1{}, id2{};
+    T io[3] = {}, p[3] = {};
     for (int pass = 0; pass < kGuessPasses; ++pass) {
       // TIA: y from the KCL at c; if that is beyond the swing the output saturates and c follows from the KCL.
-      y = c + r[kResRf] * ((in.y_cc + gin) * c + in.lag_c + ib);
-      if (y > op.vhi || y < op.vlo) {
-        y = std::clamp(y, op.vlo, op.vhi);
-        c = (y / r[kResRf] - in.lag_c - ib) / (1.0 / r[kResRf] + in.y_cc + gin);
-      }
-      io[0] = (y - c) / r[kResRf] + adc_g * y + (rect ? (y - s) / r[kResR1] : 0.0);
-      double cn;
+      const T y0 = c + r[kResRf] * ((in.y_cc + gin) * c + in.lag_c + ib);
+      const auto sat = (y0 > op.vhi) | (y0 < op.vlo);
+      const T ysat = clamp_to(y0, op.vlo, op.vhi);
+      c = select(sat, (ysat / r[kResRf] - in.lag_c - ib) / (1.0 / r[kResRf] + in.y_cc + gin), c);
+      y = select(sat, ysat, y0);
+      io[0] = (y - c) / r[kResRf] + adc_g * y + (rect ? (y - s) / r[kResR1] : T{});
+      T cn;
       opamp_inverse(y, io[0], in.vos[kOpTia], cn, p[0]);
-      if (std::fabs(cn) < 1.0) c = cn;
+      c = select(vabs(cn) < 1.0, cn, c);
       if (!rect) continue;
       // Rectifier: D2 conducts (h > 0) for y < 0, else D1.
       const double gh = 1.0 / r[kResR2] + 1.0 / r[kResRl] + 1.0 / r[kResInv1] + in.y_hh;
-      if (y < 0) {
-        id1 = idio(s - a);
-        h = s + r[kResR2] * ((s - y) / r[kResR1] + id1 + gin * s + ib);
-        id2 = (h - s) / r[kResR2] + h / r[kResRl] + (h - t) / r[kResInv1] + in.y_hh * h + in.y_hhn * hn + in.lag_h;
-        a = h + vdio(id2);
+      auto d2_on = [&](T& i1, T& hh, T& i2, T& aa) {
+        i1 = diode_current(s - a);
+        hh = s + r[kResR2] * ((s - y) / r[kResR1] + i1 + gin * s + ib);
+        i2 = (hh - s) / r[kResR2] + hh / r[kResRl] + (hh - t) / r[kResInv1] + in.y_hh * hh + in.y_hhn * hn + in.lag_h;
+        aa = hh + diode_voltage(i2);
+      };
+      auto d1_on = [&](T& i1, T& hh, T& i2, T& aa) {
+        i2 = diode_current(a - h);
+        hh = (s / r[kResR2] + t / r[kResInv1] - in.y_hhn * hn - in.lag_h + i2) / gh;
+        i1 = (y - s) / r[kResR1] + (hh - s) / r[kResR2] - gin * s - ib;
+        aa = s - diode_voltage(i1);
+      };
+      const auto neg = y < 0;
+      if (all(neg)) {
+        d2_on(id1, h, id2, a);
+      } else if (!any(neg)) {
+        d1_on(id1, h, id2, a);
       } else {
-        id2 = idio(a - h);
-        h = (s / r[kResR2] + t / r[kResInv1] - in.y_hhn * hn - in.lag_h + id2) / gh;
-        id1 = (y - s) / r[kResR1] + (h - s) / r[kResR2] - gin * s - ib;
-        a = s - vdio(id1);
+        T i1n, hn_, i2n, an, i1p, hp, i2p, ap;
+        d2_on(i1n, hn_, i2n, an);
+        d1_on(i1p, hp, i2p, ap);
+        id1 = select(neg, i1n, i1p);
+        h = select(neg, hn_, hp);
+        id2 = select(neg, i2n, i2p);
+        a = select(neg, an, ap);
       }
-      a = std::clamp(a, op.vlo, op.vhi);
+      a = clamp_to(a, op.vlo, op.vhi);
       io[1] = id2 - id1;
-      double sn;
+      T sn;
       opamp_inverse(a, io[1], in.vos[kOpRect], sn, p[1]);
-      if (std::fabs(sn) < 1.0) s = sn;
+      s = select(vabs(sn) < 1.0, sn, s);
       // Inverter.
-      hn = std::clamp(t + r[kResInv2] * ((t - h) / r[kResInv1] + gin * t + ib), op.vlo, op.vhi);
+      hn = clamp_to(t + r[kResInv2] * ((t - h) / r[kResInv1] + gin * t + ib), op.vlo, op.vhi);
       io[2] = (hn - t) / r[kResInv2] + in.y_hnhn * hn + in.y_hnh * h + in.lag_hn;
-      double tn;
+      T tn;
       opamp_inverse(hn, io[2], in.vos[kOpInv], tn, p[2]);
-      if (std::fabs(tn) < 1.0) t = tn;
+      t = select(vabs(tn) < 1.0, tn, t);
     }
     x[L.c] = c;
     x[L.y] = y;
