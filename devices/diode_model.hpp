@@ -137,6 +137,17 @@ inline void forward_current(const Coeffs& c, const T& vd, const T& evd, double g
   gd = gdj + gmin;
 }
 
+// current()'s reverse branch (below -3 vte, above the breakdown): the cubic approach to -is. T as forward_current.
+template <class T>
+inline void reverse_current(const Coeffs& c, const T& vd, double gmin, T& cdj, T& gdj, T& cd, T& gd) {
+  T arg = 3 * c.vte / (vd * M_E);
+  arg = arg * arg * arg;
+  cdj = -c.is * (1 + arg);
+  gdj = c.is * 3 * arg / vd;
+  cd = cdj + gmin * vd;
+  gd = gdj + gmin;
+}
+
 // Forward exponential, reverse (cubic approach to -is) and breakdown branches; gmin [S] in parallel (as ngspice).
 inline Current current(const Coeffs& c, double vd, double gmin) {
   Current r;
@@ -144,10 +155,8 @@ inline Current current(const Coeffs& c, double vd, double gmin) {
     forward_current(c, vd, std::exp(vd * c.inv_vte), gmin, r.cdj, r.gdj, r.cd, r.gd);
     return r;
   } else if (!c.bv_given || vd >= -c.bvt) {
-    double arg = 3 * c.vte / (vd * M_E);
-    arg = arg * arg * arg;
-    r.cdj = -c.is * (1 + arg);
-    r.gdj = c.is * 3 * arg / vd;
+    reverse_current(c, vd, gmin, r.cdj, r.gdj, r.cd, r.gd);
+    return r;
   } else {
     const double evrev = std::exp(-(c.bvt + vd) / c.vte);
     r.cdj = -c.is * evrev;
@@ -160,6 +169,12 @@ inline Current current(const Coeffs& c, double vd, double gmin) {
 
 // Forward voltage [V] at which the junction and its series resistance carry current i > 0 [A] (the exponential
 // branch inverted; 0 for i <= 0). For initial guesses.
+// T = double, or the NN fast evaluator's lane vector with its lane-wise log (log_fn).
+template <class T, class LogF>
+inline T forward_voltage(const Coeffs& c, const T& i, LogF&& log_fn) {
+  const T v = c.vte * log_fn(i / c.is + 1) + i * c.rs;
+  return i > 0 ? v : T{};
+}
 inline double forward_voltage(const Coeffs& c, double i) {
   return i > 0 ? c.vte * std::log(i / c.is + 1) + i * c.rs : 0.0;
 }

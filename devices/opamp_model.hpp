@@ -95,8 +95,13 @@ inline DcCoeffs dc_coeffs(const Params& p) {
 
 // Level 2 at fixed rails: the current leaving the pole node at voltage p [V] through the gain-setting leak to vmid
 // and the rail clamp [A] (opamp.cpp's level2_ipole is the input stage minus this).
+// Its leak term alone: pole_load where clamp_off(c, p) holds (T = double or the fast evaluator's lane vector).
+template <class T>
+inline T pole_load_linear(const DcCoeffs& c, const T& p) {
+  return (p - c.vmid) / c.r1;
+}
 inline double pole_load(const DcCoeffs& c, double p) {
-  return (p - c.vmid) / c.r1 + c.gcl * (softplus((p - c.vhi) / kVs) - softplus((c.vlo - p) / kVs));
+  return pole_load_linear(c, p) + c.gcl * (softplus((p - c.vhi) / kVs) - softplus((c.vlo - p) / kVs));
 }
 
 // Level 2: the pole-node voltage p [V] at which the input-stage current `stage` [A] equals pole_load(p) + gc p, and

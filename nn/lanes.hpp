@@ -53,4 +53,26 @@ inline Vd per_lane(F&& f) {
   return r;
 }
 
+// exp, log, tanh, atanh lane-wise: glibc's vector math library (libmvec, 8 lanes, AVX-512, within 4 ulp of the
+// scalar functions) where the build has both (ANASIM_HAVE_MVEC, CMakeLists.txt), else the scalar functions lane by
+// lane.
+#if defined(ANASIM_HAVE_MVEC) && defined(__AVX512F__)
+extern "C" Vd _ZGVeN8v_exp(Vd);
+extern "C" Vd _ZGVeN8v_log(Vd);
+extern "C" Vd _ZGVeN8v_tanh(Vd);
+extern "C" Vd _ZGVeN8v_atanh(Vd);
+static_assert(kLanes == 8, "libmvec's AVX-512 variants take 8 doubles");
+inline Vd vexp(Vd x) { return _ZGVeN8v_exp(x); }
+inline Vd vlog(Vd x) { return _ZGVeN8v_log(x); }
+inline Vd vtanh(Vd x) { return _ZGVeN8v_tanh(x); }
+inline Vd vatanh(Vd x) { return _ZGVeN8v_atanh(x); }
+#else
+inline Vd vexp(Vd x) { return per_lane([&](int b) { return std::exp(x[b]); }); }
+inline Vd vlog(Vd x) { return per_lane([&](int b) { return std::log(x[b]); }); }
+inline Vd vtanh(Vd x) { return per_lane([&](int b) { return std::tanh(x[b]); }); }
+inline Vd vatanh(Vd x) { return per_lane([&](int b) { return std::atanh(x[b]); }); }
+#endif
+inline double vexp(double x) { return std::exp(x); }
+inline double vlog(double x) { return std::log(x); }
+
 }  // namespace anasim::nn::fast

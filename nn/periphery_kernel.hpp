@@ -45,10 +45,7 @@ inline Vd tanh_fast(Vd x) {
   const Vd x2 = x * x;
   Vd r = x + x * x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 + x2 * (62.0 / 2835 + x2 * (-1382.0 / 155925)))));
   const Vm big = vabs(x) >= 0.03125;
-  if (any(big))
-    for (int b = 0; b < kLanes; ++b)
-      if (big[b]) r[b] = std::tanh(x[b]);
-  return r;
+  return any(big) ? select(big, vtanh(x), r) : r;
 }
 
 // Newton step limiting of a tanh argument (limit_tanh_arg) unless `nolimit`; `limited` tells where it acted.
@@ -319,11 +316,8 @@ struct Kernel {
   void diode_at(Vd& vd, Vd vold, Vm nolimit, Vm& noncon, Vd& gd, Vd& cd) const {
     // Lanes in the forward branch without limiting (the rectifier's usual case): the exponential lane-wise, the
     // rest through the one-image code.
-    if (!di.bv_given && all(nolimit | ~pnjlim_acts(vd, vold, di.vte, di.vcrit)) &&
-        all(diode_model::forward_branch(di, vd))) {
-      const Vd evd = per_lane([&](int b) { return std::exp(vd[b] * di.inv_vte); });
-      Vd cdj, gdj;
-      diode_model::forward_current(di, vd, evd, gmin, cdj, gdj, cd, gd);
+    if (!di.bv_given && all(nolimit | ~pnjlim_acts(vd, vold, di.vte, di.vcrit))) {
+      junction(vd, cd, gd);
       return;
     }
     for (int b = 0; b < kLanes; ++b) {
@@ -593,36 +587,47 @@ struct Kernel {
     const Vd u2 = u * u;
     Vd r = u * (1.0 + u2 * (1.0 / 3.0 + u2 * 0.2));
     const Vm big = ~(vabs(u) < 0.3);
-    if (any(big))
-      for (int b = 0; b < kLanes; ++b)
-        if (big[b]) r[b] = std::atanh(u[b]);
-    return r;
+    return any(big) ? select(big, vatanh(u), r) : r;
   }
   // std::clamp(v, lo, hi), lane-wise for a block.
   static double clamp_to(double v, double lo, double hi) { return std::clamp(v, lo, hi); }
   static Vd clamp_to(Vd v, double lo, double hi) { return v < lo ? splat(lo) : (hi < v ? splat(hi) : v); }
-  // Lane-wise (for a block) or plain calls of the device models used by the guess.
-  static double each(double v, double (*f)(const void*, double), const void* ctx) { return f(ctx, v); }
-  static Vd each(Vd v, double (*f)(const void*, double), const void* ctx) {
-    return per_lane([&](int b) { return f(ctx, v[b]); });
+  double pole_load_of(double p) const { return opamp_model::pole_load(op, p); }
+  Vd pole_load_of(Vd p) const {
+    if (all(opamp_model::clamp_off(op, p))) return opamp_model::pole_load_linear(op, p);
+    return per_lane([&](int b) { return opamp_model::pole_load(op, p[b]); });
   }
-  template <class T>
-  T pole_load_of(T p) const {
-    return each(p, [](const void* c, double v) { return opamp_model::pole_load(*static_cast<const OpampDc*>(c), v); },
-                &op);
+  // diode_model::current lane-wise: cd [A] and gd [S] at vd (the forward and reverse branches as lane selects;
+  // lanes by the one-image function when the model has breakdown).
+  void junction(Vd vd, Vd& cd, Vd& gd) const {
+    if (di.bv_given) {
+      for (int b = 0; b < kLanes; ++b) {
+        const diode_model::Current c = diode_model::current(di, vd[b], gmin);
+        cd[b] = c.cd;
+        gd[b] = c.gd;
+      }
+      return;
+    }
+    const Vm fwd = diode_model::forward_branch(di, vd);
+    Vd cdj, gdj;
+    if (any(fwd)) diode_model::forward_current(di, vd, vexp(vd * di.inv_vte), gmin, cdj, gdj, cd, gd);
+    if (all(fwd)) return;
+    Vd rcd, rgd;
+    diode_model::reverse_current(di, vd, gmin, cdj, gdj, rcd, rgd);
+    cd = fwd ? cd : rcd;
+    gd = fwd ? gd : rgd;
   }
-  template <class T>
-  T diode_current(T v) const {  // idio: the junction current at v [A] (with gmin)
-    return each(v, [](const void* c, double u) {
-      const Kernel& K = *static_cast<const Kernel*>(c);
-      return diode_model::current(K.di, u, K.gmin).cd;
-    }, this);
+  // idio: the junction current at v [A] (with gmin).
+  double diode_current(double v) const { return diode_model::current(di, v, gmin).cd; }
+  Vd diode_current(Vd v) const {
+    Vd cd, gd;
+    junction(v, cd, gd);
+    return cd;
   }
-  template <class T>
-  T diode_voltage(T i) const {  // vdio: the forward voltage at current i [V]
-    return each(i, [](const void* c, double u) {
-      return diode_model::forward_voltage(static_cast<const Kernel*>(c)->di, u);
-    }, this);
+  // vdio: the forward voltage at current i [V].
+  double diode_voltage(double i) const { return diode_model::forward_voltage(di, i); }
+  Vd diode_voltage(Vd i) const {
+    return diode_model::forward_voltage(di, i, [](Vd a) { return vlog(a); });
   }
 
   template <class T>
