@@ -22,6 +22,9 @@ namespace {
 constexpr double kLinearMax = 1e-3;
 constexpr double kNoCheck = 1e-7;
 constexpr double kLooseTol = 1e4;
+// Newton iterations the lanes of a block take side by side; a lane that needs more continues alone (measured on
+// the shipped network: 85% of the first sweep's solves converge in 2 iterations, 14% in 3, 1% in more).
+constexpr int kLockstep = 2;
 
 }  // namespace
 
@@ -272,9 +275,23 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
         if (any(newton)) {
           const Vm warm = state != 0;
           long its[kLanes];
-          K.solve_lanes(in, x, lim, warm, newton, tol_newton, J, piv, its);
+          const Vm more = K.solve_lanes(in, x, lim, warm, newton, tol_newton, J, piv, its, kLockstep);
           for (int b = 0; b < kLanes; ++b) {
             if (!newton[b]) continue;
+            if (more[b]) {  // the lane's remaining iterations alone (warm: limiting on, as from a second iteration)
+              double xb[kMaxLocal], lb[kLim], Jb[kMaxLocal * kMaxLocal];
+              int pb[kMaxLocal];
+              for (int k = 0; k < n; ++k) xb[k] = x[k][b];
+              for (int s = 0; s < kLim; ++s) lb[s] = lim[s][b];
+              const int it = K.solve(lane(in, b), xb, lb, true, 0.0, 0.0, Jb, pb, tol_newton[b]);
+              for (int k = 0; k < n; ++k) {
+                x[k][b] = xb[k];
+                piv[k][b] = pb[k];
+              }
+              for (int s = 0; s < kLim; ++s) lim[s][b] = lb[s];
+              for (int e = 0; e < n * n; ++e) J[e][b] = Jb[e];
+              its[b] = it > 0 ? kLockstep + it : it - kLockstep;
+            }
             if (its[b] < 0) {  // the one-image fallbacks on this lane
               const NeuronIn ib = lane(in, b);
               double xb[kMaxLocal], lb[kLim], x0[kMaxLocal], Jb[kMaxLocal * kMaxLocal];

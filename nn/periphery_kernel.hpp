@@ -395,26 +395,30 @@ struct Kernel {
   // tolerance scale and stopping iteration; lanes outside `run` are left as they are. J, piv receive the lanes' LU
   // factors of their last Jacobian. its[b]: lane b's iteration count, minus it where Newton did not converge (as
   // solve() returns), 0 on lanes not run.
-  void solve_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
-                   long* its) const {
+  // At most `lockstep` iterations are taken side by side: lanes still iterating then return with its[b] = 0 and
+  // are marked in the result (the caller continues them one by one: a few slow lanes would otherwise hold up
+  // the whole block).
+  Vm solve_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
+                 long* its, int lockstep) const {
     switch (L.n) {
-      case 2: return solve_lanes_n<2>(in, x, lim, warm, run, tol_scale, J, piv, its);
-      case 3: return solve_lanes_n<3>(in, x, lim, warm, run, tol_scale, J, piv, its);
-      case 7: return solve_lanes_n<7>(in, x, lim, warm, run, tol_scale, J, piv, its);
-      case 10: return solve_lanes_n<10>(in, x, lim, warm, run, tol_scale, J, piv, its);
-      case 12: return solve_lanes_n<12>(in, x, lim, warm, run, tol_scale, J, piv, its);
-      default: return solve_lanes_n<0>(in, x, lim, warm, run, tol_scale, J, piv, its);
+      case 2: return solve_lanes_n<2>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
+      case 3: return solve_lanes_n<3>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
+      case 7: return solve_lanes_n<7>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
+      case 10: return solve_lanes_n<10>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
+      case 12: return solve_lanes_n<12>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
+      default: return solve_lanes_n<0>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
     }
   }
   template <int N>
-  void solve_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
-                     long* its) const {
+  Vm solve_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
+                   long* its, int lockstep) const {
     const int n = N > 0 ? N : L.n;
     Vd Jt[kMaxLocal * kMaxLocal], rhs[kMaxLocal], lim2[kLim];
     Vm pt[kMaxLocal];
     Vd prev = splat(std::numeric_limits<double>::infinity());
     for (int b = 0; b < kLanes; ++b) its[b] = 0;
     for (int it = 1; it <= max_newton && any(run); ++it) {
+      if (it > lockstep) return run;
       std::fill(Jt, Jt + n * n, Vd{});
       std::fill(rhs, rhs + n, Vd{});
       std::copy(lim, lim + kLim, lim2);
@@ -449,6 +453,7 @@ struct Kernel {
     }
     for (int b = 0; b < kLanes; ++b)
       if (run[b]) its[b] = -max_newton;
+    return Vm{};
   }
   // check() on the lanes of `run` of a block of images; returns the lanes that passed (advanced by their step).
   Vm check_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* J, const Vm* piv, Vd tol_scale, Vm run) const {
