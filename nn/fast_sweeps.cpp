@@ -456,8 +456,10 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
   const int chunk = std::max(1, I.opt.chunk) * (direct ? 4 : 1);
   const int nchunks = (count + chunk - 1) / chunk;
   long sweeps = 0, newton = 0, failures = 0;
-  if (direct) I.prepare_direct();
   const bool batch = !direct && I.batched();
+  // The pair form of layer 0's product (FastLayer::Yd: half the columns) for the direct and the batched paths.
+  if (direct || batch) I.prepare_direct();
+  const bool pairs = (direct || batch) && f0.pairs > 0;
 #pragma omp parallel reduction(+ : sweeps, newton, failures)
   {
     Impl::Work w;
@@ -470,11 +472,11 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
 #pragma omp for schedule(dynamic, 1)
     for (int ch = 0; ch < nchunks; ++ch) {
       const int a = ch * chunk, nb = std::min(chunk, count - a);
-      V.resize(direct && f0.pairs > 0 ? f0.pairs : f0.P, nb);
+      V.resize(pairs ? f0.pairs : f0.P, nb);
       for (int k = 0; k < nb; ++k) {
         long* ci = cc[k].data();
         input_codes(*f0.m, x.row(first + a + k).data(), ci);
-        if (direct) I.direct_voltages(f0, ci, V.col(k).data());
+        if (pairs) I.direct_voltages(f0, ci, V.col(k).data());
         else I.dac_voltages(f0, ci, V.col(k).data());
       }
       if (direct) {
@@ -482,7 +484,8 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
                           codes ? codes->data() + static_cast<size_t>(a) * nout : nullptr);
         continue;
       }
-      IC.noalias() = f0.Ycx * V;
+      if (pairs) IC.noalias() = f0.Yd * V;
+      else IC.noalias() = f0.Ycx * V;
       if (batch) {
         for (int k = 0; k < nb; k += kLanes)
           I.classify_batch(*bw, IC, k, std::min(kLanes, nb - k), sample0 + static_cast<std::uint64_t>(first + a + k),
