@@ -220,7 +220,16 @@ class Elaborator {
         return n;  // .global: the same node everywhere
       return prefix + n;
     };
-    for (const auto& inst : devs) {
+    // At the top level a name is its own full name, so the name and node look-ups of the device kAhead places
+    // further on can be started early (see NameIndex::prefetch).
+    constexpr size_t kAhead = 8;
+    const bool top = prefix.empty() && ports.empty();
+    for (size_t i = 0; i < devs.size(); ++i) {
+      const DeviceInstance& inst = devs[i];
+      if (top && i + kAhead < devs.size()) {
+        names_.prefetch(devs[i + kAhead].name);
+        for (const std::string& n : devs[i + kAhead].nodes) node_ids_.prefetch(n);
+      }
       const std::string full = prefix.empty() ? inst.name : prefix + inst.name;
       if (inst.type == "x") {
         auto it = subckts_.find(inst.model);

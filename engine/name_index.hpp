@@ -2,9 +2,13 @@
 // models), for netlists of 10^5..10^6 names (at most 2^31). Open addressing over 8-byte (hash, index) slots:
 // adding a name copies no string and allocates nothing but the occasional rehash.
 #pragma once
+#include <sys/mman.h>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,15 +22,15 @@ class NameIndex {
   void reserve(size_t n) {
     size_t size = 16;
     while (size < 2 * n) size *= 2;
-    if (size > slots_.size()) rehash(size);
+    if (size > size_) rehash(size);
   }
   // Adds `name` as object `idx` unless it is already there. Returns the index of the first object of that name
   // and whether `name` was added. name_of(k) is the name of object k (anything comparable to a string_view).
   template <class NameOf>
   std::pair<size_t, bool> try_emplace(std::string_view name, size_t idx, const NameOf& name_of) {
-    if (2 * (count_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
+    if (2 * (count_ + 1) > size_) rehash(std::max<size_t>(16, 2 * size_));
     const uint64_t h = hash(name);
-    const size_t mask = slots_.size() - 1;  // < 2^32: tables hold fewer than 2^31 names
+    const size_t mask = size_ - 1;  // < 2^32: tables hold fewer than 2^31 names
     for (size_t k = h & mask;; k = (k + 1) & mask) {
       Slot& sl = slots_[k];
       if (sl.idx1 == 0) {
@@ -40,18 +44,23 @@ class NameIndex {
   // Index of the object named `name`, or npos.
   template <class NameOf>
   size_t find(std::string_view name, const NameOf& name_of) const {
-    if (slots_.empty()) return npos;
+    if (size_ == 0) return npos;
     const uint64_t h = hash(name);
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = size_ - 1;
     for (size_t k = h & mask;; k = (k + 1) & mask) {
       const Slot& sl = slots_[k];
       if (sl.idx1 == 0) return npos;
       if (sl.tag == tag(h) && std::string_view(name_of(sl.idx1 - 1)) == name) return sl.idx1 - 1;
     }
   }
+  // Starts loading the slot where a look-up of `name` begins, for a look-up some time later (a table of 10^6
+  // slots is probed at random: waited for, each probe is a cache miss).
+  void prefetch(std::string_view name) const {
+    if (size_ != 0) __builtin_prefetch(&slots_[hash(name) & (size_ - 1)]);
+  }
   void clear() {
-    slots_ = {};
-    count_ = 0;
+    slots_.reset();
+    size_ = count_ = 0;
   }
   static constexpr size_t npos = static_cast<size_t>(-1);
 
@@ -61,7 +70,12 @@ class NameIndex {
     uint32_t tag = 0;   // low half of the name's hash (its low bits pick the slot, so a rehash needs no names)
     uint32_t idx1 = 0;  // object index + 1; 0 = empty slot
   };
-  std::vector<Slot> slots_;  // size 0 or a power of two, at most half full
+  // Frees slot storage from allocate().
+  struct FreeSlots {
+    void operator()(Slot* p) const { std::free(p); }
+  };
+  std::unique_ptr<Slot[], FreeSlots> slots_;  // size_ slots, at most half full
+  size_t size_ = 0;                           // 0 or a power of two
   size_t count_ = 0;
 
   static uint32_t tag(uint64_t h) { return static_cast<uint32_t>(h); }
@@ -71,11 +85,30 @@ class NameIndex {
     for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     return h ^ (h >> 29);
   }
+  // size zeroed slots. Tables of 2 MB and more (from 262,144 slots, a netlist of ~10^5 names) go in transparent
+  // huge pages where the kernel has them: their probes land on random pages, and with 4-kB pages nearly every
+  // look-up of a 10^6-slot table missed the TLB.
+  static std::unique_ptr<Slot[], FreeSlots> allocate(size_t size) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t bytes = size * sizeof(Slot);
+    void* p = nullptr;
+    if (bytes >= kHuge) {
+      p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+      if (p) ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without huge pages the table works as before
+    } else {
+      p = std::malloc(bytes);
+    }
+    if (!p) throw std::bad_alloc();
+    std::fill_n(static_cast<Slot*>(p), size, Slot{});
+    return std::unique_ptr<Slot[], FreeSlots>(static_cast<Slot*>(p));
+  }
   void rehash(size_t size) {  // size: a power of two
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(size, Slot{});
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& sl : old) {
+    std::unique_ptr<Slot[], FreeSlots> old = allocate(size);
+    std::swap(old, slots_);
+    const size_t old_size = std::exchange(size_, size);
+    const size_t mask = size_ - 1;
+    for (size_t i = 0; i < old_size; ++i) {
+      const Slot& sl = old[i];
       if (sl.idx1 == 0) continue;
       size_t k = sl.tag & mask;
       while (slots_[k].idx1 != 0) k = (k + 1) & mask;

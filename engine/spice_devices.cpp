@@ -10,6 +10,8 @@ void SpiceParser::device(const LLine& L, const Tokens& t) {
     return;
   }
   std::vector<DeviceInstance>& devices = cur_devices();
+  // The duplicate check's probe (a cache miss in a table of 10^6 slots) loads while the fields are read.
+  cur_device_names().prefetch(tok_text(L, t[0]));
   DeviceInstance& d = devices.emplace_back();  // built in place; removed again if the line is rejected
   if (!device_fields(L, t, d)) {
     devices.pop_back();

@@ -139,6 +139,17 @@ TEST_CASE("NameIndex: 8-byte slots keep every name through rehashes, find duplic
   }
   CHECK(ix.find("n100003", name_of) == NameIndex::npos);
   CHECK(ix.find("", name_of) == NameIndex::npos);
+  // 262,144 slots (2 MB) by now: the huge-page storage; a prefetch changes nothing, a cleared table is empty and
+  // can be filled again (from 16 slots, in ordinary memory)
+  ix.prefetch(names[5]);
+  ix.prefetch("absent");
+  CHECK(ix.find(names[5], name_of) == 5);
+  ix.clear();
+  ix.prefetch(names[5]);
+  CHECK(ix.find(names[5], name_of) == NameIndex::npos);
+  for (size_t k = 0; k < 100; ++k) REQUIRE(ix.try_emplace(names[k], k, name_of).second);
+  CHECK(ix.find(names[99], name_of) == 99);
+  CHECK(ix.find(names[100], name_of) == NameIndex::npos);
 }
 
 TEST_CASE("elaborate: an optional model not named allocates no model values; the defaults apply") {
