@@ -327,15 +327,16 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
           // Sensitivities dx/dlag at the new solutions and their bounds in units of the tolerance.
           const int ports[3] = {Lo.c, Lo.h, Lo.hn};
           const int np = Lo.h >= 0 ? 3 : 1;
+          Vd s[3 * kMaxLocal], itol[kMaxLocal];
+          std::fill(s, s + np * n, Vd{});
+          for (int i = 0; i < np; ++i) s[i * n + ports[i]] = splat(1.0);
+          K.apply_lanes(J, piv, s, np);
+          for (int k = 0; k < n; ++k) itol[k] = 1.0 / K.tol_lanes(k, x[k], x[k]);
           for (int i = 0; i < np; ++i) {
-            Vd s[kMaxLocal];
-            std::fill(s, s + n, Vd{});
-            s[ports[i]] = splat(1.0);
-            K.apply_lanes(J, piv, s);
             Vd bnd{};
             for (int k = 0; k < n; ++k) {
-              sens[i * n + k] = newton ? s[k] : sens[i * n + k];
-              bnd = vmax(bnd, vabs(s[k]) * (1.0 / K.tol_lanes(k, x[k], x[k])));
+              sens[i * n + k] = newton ? s[i * n + k] : sens[i * n + k];
+              bnd = vmax(bnd, vabs(s[i * n + k]) * itol[k]);
             }
             bound[i] = newton ? bnd : bound[i];
           }
@@ -344,7 +345,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
         for (int k = 0; k < n; ++k) {
           const Vd dx = vabs(x[k] - w.old[k]), tk = K.tol_lanes(k, x[k], w.old[k]);
           const Vm moved = act & ~(dx <= tk * vmax(worst, splat(1e-3)));
-          worst = moved ? vmax(worst, dx / tk) : worst;
+          if (any(moved)) worst = moved ? vmax(worst, dx / tk) : worst;
         }
         propagate_lanes(*this, w, l, j, l1);
       }

@@ -488,14 +488,14 @@ struct Kernel {
     for (int s = 0; s < kLim; ++s) lim[s] = ok ? lim2[s] : lim[s];
     return ok;
   }
-  // Solves with the lanes' LU factors (lu_apply_lanes at the neuron's size), b in place.
-  void apply_lanes(const Vd* J, const Vm* piv, Vd* b) const {
+  // Solves m right-hand sides with the lanes' LU factors (lu_apply_lanes_multi at the neuron's size), in place.
+  void apply_lanes(const Vd* J, const Vm* piv, Vd* b, int m) const {
     switch (L.n) {
-      case 2: return lu_apply_lanes<2>(2, J, piv, b);
-      case 3: return lu_apply_lanes<3>(3, J, piv, b);
-      case 7: return lu_apply_lanes<7>(7, J, piv, b);
-      case 10: return lu_apply_lanes<10>(10, J, piv, b);
-      default: return lu_apply_lanes<0>(L.n, J, piv, b);
+      case 2: return lu_apply_lanes_multi<2>(2, J, piv, b, m);
+      case 3: return lu_apply_lanes_multi<3>(3, J, piv, b, m);
+      case 7: return lu_apply_lanes_multi<7>(7, J, piv, b, m);
+      case 10: return lu_apply_lanes_multi<10>(10, J, piv, b, m);
+      default: return lu_apply_lanes_multi<0>(L.n, J, piv, b, m);
     }
   }
   // m right-hand sides at once (b: m consecutive vectors of n).

@@ -146,4 +146,38 @@ inline void lu_apply_lanes(int nrt, const Vd* A, const Vm* piv, Vd* b) {
   }
 }
 
+// lu_apply_lanes for m right-hand sides (b: m consecutive vectors of n lane vectors), the pivots read once.
+template <int N>
+inline void lu_apply_lanes_multi(int nrt, const Vd* A, const Vm* piv, Vd* b, int m) {
+  const int n = N > 0 ? N : nrt;
+  for (int k = 0; k < n; ++k) {
+    const Vm p = piv[k];
+    if (all(p == p[0])) {
+      if (p[0] != k)
+        for (int r = 0; r < m; ++r) std::swap(b[r * n + k], b[r * n + p[0]]);
+      continue;
+    }
+    for (int i = k + 1; i < n; ++i) {
+      const Vm sel = p == i;
+      for (int r = 0; r < m; ++r) {
+        const Vd t = b[r * n + k];
+        b[r * n + k] = sel ? b[r * n + i] : t;
+        b[r * n + i] = sel ? t : b[r * n + i];
+      }
+    }
+  }
+  for (int r = 0; r < m; ++r) {
+    Vd* br = b + r * n;
+    for (int k = 0; k < n; ++k) {
+      const Vd bk = br[k];
+      for (int i = k + 1; i < n; ++i) br[i] -= A[i * n + k] * bk;
+    }
+    for (int k = n - 1; k >= 0; --k) {
+      const Vd bk = br[k] * A[k * n + k];
+      br[k] = bk;
+      for (int i = 0; i < k; ++i) br[i] -= A[i * n + k] * bk;
+    }
+  }
+}
+
 }  // namespace anasim::nn::fast
