@@ -311,9 +311,10 @@ int cmd_eval_hw(const NnArgs& a) {
     }
     if (r.has_reference)
       fmt::print(", \"reference_samples\": {}, \"reference_max_rel_diff\": {}, \"reference_max_abs_diff\": {}, "
-                 "\"reference_seconds_per_sample\": {}, \"reference_saturated_samples\": {}",
+                 "\"reference_seconds_per_sample\": {}, \"reference_saturated_samples\": {}, "
+                 "\"reference_code_mismatches\": {}",
                  r.reference.samples, json_num(r.reference.max_rel), json_num(r.reference.max_abs),
-                 json_num(r.reference.seconds_per_sample), r.reference.saturated);
+                 json_num(r.reference.seconds_per_sample), r.reference.saturated, r.reference.code_mismatches);
     fmt::print("}}\n");
     return 0;
   }
@@ -330,11 +331,12 @@ int cmd_eval_hw(const NnArgs& a) {
              static_cast<double>(r.stats.newton) / std::max(1L, r.stats.images), omp_get_max_threads());
   if (r.has_reference)
     fmt::print("  MNA reference      {} samples ({} unknowns, {} start, {:.1f} Newton iterations and {:.3f} s per sample): "
-               "max rel diff {:.3g}, max abs diff {:.3g} V, {} with saturated op-amps\n    worst: {}\n",
+               "max rel diff {:.3g}, max abs diff {:.3g} V, {} with saturated op-amps, {} with other ADC codes\n"
+               "    worst: {}\n",
                r.reference.samples, r.reference.unknowns, r.reference.warm_start ? "warm" : "cold",
                static_cast<double>(r.reference.newton_iterations) / std::max(1, r.reference.samples),
                r.reference.seconds_per_sample, r.reference.max_rel, r.reference.max_abs, r.reference.saturated,
-               r.reference.worst);
+               r.reference.code_mismatches, r.reference.worst);
   return 0;
 }
 

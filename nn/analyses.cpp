@@ -214,6 +214,7 @@ class EvalAnalysis : public NnAnalysis {
       add_scalar(out, "reference_max_rel_diff", "", r.reference.max_rel);
       add_scalar(out, "reference_max_abs_diff", "V", r.reference.max_abs);
       add_scalar(out, "reference_seconds_per_sample", "s", r.reference.seconds_per_sample);
+      add_scalar(out, "reference_code_mismatches", "", r.reference.code_mismatches);
     }
     out.notes.push_back(fmt::format("model {} ({}), {} mode", in.model, fmt::join(s.net.sizes(), "-"),
                                     mode_name(s.cfg.mode)));

@@ -76,6 +76,7 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
   std::unordered_map<std::string, int> node_id;
   const double swing = std::min(map.vhi, -map.vlo);
   double seconds = 0;
+  std::vector<long> mna_codes;  // per sample, the last layer's ADC codes of the MNA solution
   for (int k = 0; k < n; ++k) {
     std::vector<LayerVoltages> fv;
     LayerCodes codes;
@@ -166,10 +167,25 @@ Status compare_reference(const HardwareInstance& hw, FastEvaluator& fast, const 
       }
       rep.code_mismatches += !same;
     }
+    // The last layer's codes from the MNA voltages, for the batched path's check below.
+    const size_t last = map.layers.size() - 1;
+    for (int j = 0; j < map.layers[last].outputs; ++j)
+      mna_codes.push_back(adc_code(hw, static_cast<int>(last), j, volt(names.tia_out[last][j])));
     rep.samples = k + 1;
     if (progress) progress(k + 1);
   }
   rep.seconds_per_sample = n > 0 ? seconds / n : 0.0;
+  // classify() (the batched path that gives the accuracies: images side by side, FastOptions::batch) must give the
+  // MNA's last-layer codes too: a sample whose codes differ counts as a mismatch.
+  if (n > 0) {
+    std::vector<int> cls;
+    std::vector<long> fast_codes;
+    if (Status st = fast.classify(x, 0, n, 0, cls, &fast_codes); !st) return st;
+    const size_t outs = static_cast<size_t>(map.layers.back().outputs);
+    for (int k = 0; k < n; ++k)
+      rep.code_mismatches += !std::equal(fast_codes.begin() + k * outs, fast_codes.begin() + (k + 1) * outs,
+                                         mna_codes.begin() + k * outs);
+  }
   return {};
 }
 

@@ -23,7 +23,9 @@ struct ReferenceReport {
   double max_abs = 0;             // [V] max |fast - mna|
   std::string worst;              // node of max_rel, e.g. "y0_17 (sample 3)"
   int saturated = 0;              // samples with at least one op-amp output beyond 98% of its swing
-  int code_mismatches = 0;        // hybrid: samples whose ADC codes from the MNA voltages differ from the fast ones
+  // Samples whose ADC codes from the MNA voltages differ from the fast ones: the codes a hybrid layer passes on
+  // (one-image path) and the last layer's codes as classify() gives them (the batched path); counted once each.
+  int code_mismatches = 0;
   double seconds_per_sample = 0;  // MNA operating point per sample [s]
   int unknowns = 0;               // MNA unknowns of the full circuit
   long newton_iterations = 0;     // MNA Newton iterations over all samples
