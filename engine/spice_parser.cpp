@@ -116,7 +116,8 @@ const DeviceType* SpiceParser::type_of_letter(char c) {
 }
 
 bool SpiceParser::err(const SourceLoc& loc, std::string msg) {
-  if (static_cast<int>(st_.errors.size()) < kMaxErrors) st_.merge(Status::input(std::move(msg), loc));
+  if (static_cast<int>(st_.errors.size()) >= kMaxErrors) return false;  // said once, below
+  st_.merge(Status::input(std::move(msg), loc));
   if (static_cast<int>(st_.errors.size()) == kMaxErrors)
     st_.warnings.push_back(fmt::format("stopped after {} errors", kMaxErrors));
   return false;

@@ -7,6 +7,19 @@
 
 namespace anasim::spice {
 
+// Identifier characters of expressions by table, one load per character (SpiceParser::for_identifiers scans every
+// expression once per .func expansion pass, up to megabytes): bit 1 may start an identifier (an ASCII letter or
+// '_'), bit 2 may continue one (also a digit).
+constexpr std::array<unsigned char, 256> make_ident_chars() {
+  std::array<unsigned char, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const bool start = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    t[c] = static_cast<unsigned char>((start ? 1 : 0) | (start || (c >= '0' && c <= '9') ? 2 : 0));
+  }
+  return t;
+}
+inline constexpr std::array<unsigned char, 256> kIdentChars = make_ident_chars();
+
 class SpiceParser {
  public:
   SpiceParser(const DeviceCatalog& cat, ParsedNetlist& out) : cat_(cat), out_(out) { index_top_level(); }
@@ -61,7 +74,8 @@ class SpiceParser {
   };
   // .func definitions by scope: "" the top level, else the .subckt ("parent/name" when nested) they are written in;
   // an expression of a subcircuit sees its own, then its parents', then the top level's (ngspice's numparam scoping).
-  std::map<std::string, std::map<std::string, UserFunc>> funcs_;
+  // std::less<>: looked up by string_view (find_func runs once per identifier of every expression and pass).
+  std::map<std::string, std::map<std::string, UserFunc, std::less<>>, std::less<>> funcs_;
   bool save_all_ = false;  // .save all
   std::vector<std::pair<std::string, SourceLoc>> saved_currents_;  // .save i(name): the name and where, for finish()
   std::vector<std::pair<std::string, SourceLoc>> device_refs_;  // @device[name] in .save/.meas, and where
@@ -278,8 +292,8 @@ class SpiceParser {
   // .if / .elseif / .else / .endif: conditions evaluated while reading, branches not taken are skipped.
   void conditional(const LLine& L, std::string_view card, size_t e);
 
-  static bool ident_start(char c) { return is_alpha(c) || c == '_'; }
-  static bool ident_char(char c) { return is_alpha(c) || c == '_' || (c >= '0' && c <= '9'); }
+  static bool ident_start(char c) { return kIdentChars[static_cast<unsigned char>(c)] & 1; }
+  static bool ident_char(char c) { return kIdentChars[static_cast<unsigned char>(c)] & 2; }
 
   // Calls f(begin, end) for every identifier of text outside numbers (a number's suffix is no identifier).
   template <class F>
@@ -314,7 +328,7 @@ class SpiceParser {
   void func(const LLine& L, const Tokens& t);
 
   // The .func `name` an expression written in `scope` calls: its own scope's, else the enclosing ones'.
-  const UserFunc* find_func(const std::string& scope, const std::string& name) const;
+  const UserFunc* find_func(std::string_view scope, std::string_view name) const;
 
   // Reads a signal at token i: name(args) ("v(out)", "v(a,b)", "vdb(out)", "i(v1)") or a bare node name
   // (taken as v(name)). The text is lower-case without spaces.

@@ -151,7 +151,7 @@ bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const st
     size_t copied = 0;
     for_identifiers(text, [&](size_t b, size_t e) {
       if (bad || b < copied) return;
-      const std::string fname = text.substr(b, e - b);
+      const std::string_view fname = std::string_view(text).substr(b, e - b);  // text is not changed in a pass
       const UserFunc* found = find_func(scope, fname);
       if (!found) return;
       size_t p = e;
@@ -186,11 +186,13 @@ bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const st
       size_t bc = 0;
       for_identifiers(fn.body, [&](size_t x, size_t y) {
         if (body.size() > kMaxExpandedChars) return;  // too long already (reported below)
-        const std::string id = fn.body.substr(x, y - x);
+        const std::string_view id = std::string_view(fn.body).substr(x, y - x);
         for (size_t k = 0; k < fn.args.size(); ++k)
           if (id == fn.args[k]) {
             body.append(fn.body, bc, x - bc);
-            body += "(" + args[k] + ")";
+            body += '(';
+            body += args[k];
+            body += ')';
             bc = y;
             return;
           }
@@ -204,7 +206,9 @@ bool SpiceParser::expand_funcs(std::string& text, const SourceLoc& loc, const st
         return;
       }
       out.append(text, copied, b - copied);
-      out += "(" + body + ")";
+      out += '(';
+      out += body;
+      out += ')';
       copied = q + 1;
       changed = true;
     });
@@ -256,8 +260,8 @@ void SpiceParser::func(const LLine& L, const Tokens& t) {
   defs[name] = std::move(fn);
 }
 
-const SpiceParser::UserFunc* SpiceParser::find_func(const std::string& scope, const std::string& name) const {
-  for (std::string s = scope;;) {
+const SpiceParser::UserFunc* SpiceParser::find_func(std::string_view scope, std::string_view name) const {
+  for (std::string_view s = scope;;) {
     const auto defs = funcs_.find(s);
     if (defs != funcs_.end()) {
       const auto it = defs->second.find(name);
@@ -265,7 +269,7 @@ const SpiceParser::UserFunc* SpiceParser::find_func(const std::string& scope, co
     }
     if (s.empty()) return nullptr;
     const size_t slash = s.rfind('/');
-    s = slash == std::string::npos ? std::string() : s.substr(0, slash);
+    s = slash == std::string_view::npos ? std::string_view() : s.substr(0, slash);
   }
 }
 
@@ -525,8 +529,8 @@ void SpiceParser::resolve_nested_subckts() {
 void SpiceParser::expand_all_funcs() {
   if (funcs_.empty()) return;
   std::string scope;  // the subcircuit being expanded ("" at the top level)
-  auto fix = [&](ValueExpr& v) {
-    if (!v.text.empty()) expand_funcs(v.text, v.loc, scope);
+  auto fix = [&](ValueExpr& v) {  // past the error limit, further errors are not reported: no need to expand
+    if (!v.text.empty() && !too_many_errors()) expand_funcs(v.text, v.loc, scope);
   };
   auto fix_params = [&](std::vector<ParamAssign>& ps) {
     for (ParamAssign& p : ps)
