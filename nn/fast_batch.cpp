@@ -240,6 +240,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
         if (any(lin2)) state = (lin2 & tiny_linear_lanes(Lo, x, xn)) ? Vm{} + 1 : state;
         Vm newton = act & ((state == 0) | (verify & (state == 2)));
         const Vm rest = act & ~newton;
+        Vm touched = newton;  // lanes whose x may change at this neuron
         if (any(rest)) {
           // Skip lanes whose currents moved too little to move any unknown by a twentieth of its tolerance; the
           // others move by linear response, or by Newton when that move is large.
@@ -255,6 +256,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
               big = vmax(big, vabs(r) / (vabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3)));
             }
             for (int i = 0; i < 3; ++i) lagu[i] = lin ? lag[i] : lagu[i];
+            touched |= lin;
             const Vm small = lin & (big <= kLinearMax);
             state = small ? Vm{} + 2 : state;
             newton |= lin & ~small;
@@ -342,6 +344,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
           }
           for (int i = np; i < 3; ++i) bound[i] = newton ? Vd{} : bound[i];
         }
+        if (!any(touched)) continue;  // every lane skipped: nothing moved, nothing to pass on
         for (int k = 0; k < n; ++k) {
           const Vd dx = vabs(x[k] - w.old[k]), tk = K.tol_lanes(k, x[k], w.old[k]);
           const Vm moved = act & ~(dx <= tk * vmax(worst, splat(1e-3)));
