@@ -134,6 +134,23 @@ TEST_CASE("yaml parser: the documented example") {
   CHECK(pn.sections[0].loc.line == 26);
 }
 
+TEST_CASE("yaml parser: a top-level key within two edits of a section name is a typo, any other one a section") {
+  // The test within_two_edits makes (no table allocated per key and section name, none for lengths 3 apart).
+  const std::string devs = "devices:\n  - {name: r1, type: r, nodes: [a, 0], r: 1k}\n";
+  for (const char* typo : {"analysis", "devics", "devicesxy", "ix", "icxy", "xtitlex", "measures", "inclde"}) {
+    CAPTURE(typo);
+    const Diag d = parse_err(devs + typo + ":\n  a: 1\n");
+    CHECK(d.loc.line == 3);
+    CHECK(d.message.find("unknown top-level section") != std::string::npos);
+  }
+  const std::string long_key(1000, 'd');  // a YAML implicit key has at most 1024 characters
+  for (const std::string& other : {std::string("hardware"), std::string("icxyz"), std::string("xxtitlexx"), long_key}) {
+    const ParsedNetlist pn = parse_ok(devs + other + ":\n  a: 1\n");
+    REQUIRE(pn.sections.size() == 1);
+    CHECK(pn.sections[0].name == other);
+  }
+}
+
 TEST_CASE("yaml parser: block style, long type names, ac with phase, flat dc sweep") {
   const char* text = R"(
 title: block style
