@@ -3,6 +3,7 @@
 // The files are written through one OutputSet (engine/output_file.hpp): all replaced, or none.
 #include "engine/output.hpp"
 #include "engine/output_file.hpp"
+#include "engine/piece_writer.hpp"
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -107,41 +108,44 @@ void format_piece(const std::vector<Column>& cols, long r0, long r1, size_t c0, 
   }
 }
 
-// Writes one analysis table to FILE; false on any I/O error. The text is formatted in blocks of about 2^16
-// numbers; a block of a large table is split in two (by rows, or by columns for a block of one row: the
-// operating point of a large circuit) and formatted on two threads, then written in order.
+// A piece of a table's text: rows [r0, r1) of columns [c0, c1) (r0 = -1: the header row), preceded by ',' when
+// c0 > 0 (it continues a row).
+struct Piece {
+  long r0, r1;
+  size_t c0, c1;
+};
+
+// The table (nc columns, the header row and `rows` rows) in file order, in pieces of about kPieceNumbers numbers:
+// groups of whole rows, or each row in ranges of columns when a row is that long (the operating point of a large
+// circuit). A piece formats in about 1 ms.
+constexpr size_t kPieceNumbers = size_t(1) << 14;
+std::vector<Piece> table_pieces(size_t nc, long rows) {
+  std::vector<Piece> p;
+  if (nc >= kPieceNumbers) {
+    for (long r = -1; r < rows; ++r)
+      for (size_t c = 0; c < nc; c += kPieceNumbers) p.push_back({r, r + 1, c, std::min(nc, c + kPieceNumbers)});
+    return p;
+  }
+  p.push_back({-1, 0, 0, nc});
+  const long per = static_cast<long>(kPieceNumbers / std::max<size_t>(nc, 1));
+  for (long r = 0; r < rows; r += per) p.push_back({r, std::min(rows, r + per), 0, nc});
+  return p;
+}
+
+// Writes one analysis table to FILE; false on any I/O error. Tables of at least 2^15 numbers are formatted on two
+// threads (PieceWriter), others on this one.
 bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   const std::vector<Column> cols = table_columns(a);
-  const size_t nc = cols.size();
-  const bool two = nc * static_cast<size_t>(rows + 1) >= (1u << 14) && omp_get_max_threads() >= 2 && !omp_in_parallel();
-  const long block = std::max<long>(1, static_cast<long>((1u << 16) / std::max<size_t>(nc, 1)));
-  fmt::memory_buffer piece[2];
-  for (long r0 = -1; r0 < rows;) {  // r0 = -1: the header row, in a block of its own
-    const long r1 = r0 < 0 ? 0 : std::min(rows, r0 + block);
-    // piece 0: rows [r0, rm) x columns [0, cm); piece 1: the rest of the block, rows [rm, r1) (by rows) or
-    // columns [cm, nc) of its one row (by columns; then the pieces join with a ',').
-    const bool by_rows = r1 - r0 >= 2;
-    const long rm = by_rows ? r0 + (r1 - r0) / 2 : r1;
-    const size_t cm = by_rows || nc < 2 ? nc : nc / 2;
-    const bool split = by_rows || cm < nc;
-    auto part = [&](int k) {
-      piece[k].clear();
-      if (k == 0) format_piece(cols, r0, rm, 0, cm, piece[0]);
-      else if (by_rows) format_piece(cols, rm, r1, 0, nc, piece[1]);
-      else if (split) format_piece(cols, r0, r1, cm, nc, piece[1]);
-    };
-    if (two && split) {
-#pragma omp parallel for num_threads(2) schedule(static, 1)
-      for (int k = 0; k < 2; ++k) part(k);
-    } else {
-      part(0);
-      part(1);
-    }
-    if (std::fwrite(piece[0].data(), 1, piece[0].size(), f) != piece[0].size()) return false;
-    if (!by_rows && split && std::fputc(',', f) == EOF) return false;
-    if (std::fwrite(piece[1].data(), 1, piece[1].size(), f) != piece[1].size()) return false;
-    r0 = r1;
-  }
+  const std::vector<Piece> pieces = table_pieces(cols.size(), rows);
+  const bool two = cols.size() * static_cast<size_t>(rows + 1) >= 2 * kPieceNumbers && omp_get_max_threads() >= 2 &&
+                   !omp_in_parallel();
+  auto format = [&](size_t k, fmt::memory_buffer& b) {
+    const Piece& p = pieces[k];
+    if (p.c0 > 0) b.push_back(',');
+    format_piece(cols, p.r0, p.r1, p.c0, p.c1, b);
+  };
+  auto put = [&](const fmt::memory_buffer& b) { return std::fwrite(b.data(), 1, b.size(), f) == b.size(); };
+  if (!PieceWriter::run(pieces.size(), two, format, put)) return false;
   return std::fflush(f) == 0 && !std::ferror(f);
 }
 

@@ -11,8 +11,12 @@
 #include <string>
 #include <vector>
 #include <unistd.h>
+#include <chrono>
+#include <omp.h>
+#include <thread>
 #include <fmt/format.h>
 #include "engine/output.hpp"
+#include "engine/piece_writer.hpp"
 #include "tests/hdf5_tables.hpp"
 #include "tests/test_support.hpp"
 
@@ -216,6 +220,47 @@ TEST_CASE("output: csv files per analysis") {
     CHECK(num(t[1][4]) == doctest::Approx(std::atan2(4.0, 3.0) * 180.0 / kPi));
     CHECK(num(t[2][4]) == doctest::Approx(180.0));
   }
+}
+
+TEST_CASE("piece_writer: pieces come out in order, whichever thread formats them, also when the helper stalls") {
+  // The helper thread sleeps 5 ms in every third piece it takes: past PieceWriter's takeover time, so the writer
+  // formats those pieces itself (and the helper's late copies are dropped).
+  auto run = [](size_t n, bool two, int stall_every, size_t fail_at, std::string& out, long& formatted) {
+    out.clear();
+    std::atomic<long> count{0};
+    size_t puts = 0;
+    auto format = [&](size_t k, fmt::memory_buffer& b) {
+      ++count;
+      if (stall_every > 0 && omp_get_thread_num() == 1 && k % stall_every == 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      fmt::format_to(std::back_inserter(b), "{}\n", k);
+    };
+    auto put = [&](const fmt::memory_buffer& b) {
+      if (puts++ == fail_at) return false;
+      out.append(b.data(), b.size());
+      return true;
+    };
+    const bool ok = PieceWriter::run(n, two, format, put);
+    formatted = count;
+    return ok;
+  };
+  std::string expect;
+  for (size_t k = 0; k < 200; ++k) expect += std::to_string(k) + "\n";
+  std::string out;
+  long formatted = 0;
+  for (bool two : {false, true})
+    for (int stall : {0, 3}) {
+      CAPTURE(two);
+      CAPTURE(stall);
+      CHECK(run(200, two, stall, size_t(-1), out, formatted));
+      CHECK(out == expect);
+      CHECK(formatted >= 200);
+    }
+  // put() fails at the 51st piece: false, and nothing after it is written
+  CHECK(!run(200, true, 3, 50, out, formatted));
+  CHECK(out == expect.substr(0, expect.find("50\n")));
+  CHECK(run(0, true, 0, size_t(-1), out, formatted));
+  CHECK(out.empty());
 }
 
 TEST_CASE("output: large csv tables (a 40,001-column op, long transient and AC tables) read back exactly") {
