@@ -47,6 +47,9 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     PortNetwork net;
     std::vector<int> port_row;  // per port: physical row (rows) or -1 - column (columns)
     Eigen::MatrixXd Y, Y1;
+    // The block's port matrices for the gather below: Y, Y1 when computed now, else the cache's (not copied).
+    const Eigen::MatrixXd* Yp = nullptr;
+    const Eigen::MatrixXd* Y1p = nullptr;
     std::vector<double> cap;  // [F] per network node (moments)
     Status st;
   };
@@ -106,8 +109,8 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       if (bc.moments == opt.moments && bc.Y.size() > 0 && bc.net.n_int == j.net.n_int &&
           bc.net.n_port == j.net.n_port && bc.net.ea == j.net.ea && bc.net.eb == j.net.eb && bc.net.eg == j.net.eg &&
           (!opt.moments || bc.net.shunt == j.cap)) {
-        j.Y = bc.Y;  // the same elements as the last trial's: the same port matrices
-        j.Y1 = bc.Y1;
+        j.Yp = &bc.Y;  // the same elements as the last trial's: the same port matrices
+        j.Y1p = &bc.Y1;
         continue;
       }
       bc.Y.resize(0, 0);
@@ -131,10 +134,12 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     }
     for (Job& j : jobs) {  // remember what was computed (reused blocks are unchanged)
       Impl::BlockCache& bc = I.cache[j.l][j.b];
-      if (!j.st || bc.Y.size() > 0) continue;
+      if (!j.st || j.Yp) continue;
       bc.moments = opt.moments;
-      bc.Y = j.Y;
-      bc.Y1 = j.Y1;
+      bc.Y = std::move(j.Y);
+      bc.Y1 = std::move(j.Y1);
+      j.Yp = &bc.Y;
+      j.Y1p = &bc.Y1;
       bc.net.n_int = j.net.n_int;
       bc.net.n_port = j.net.n_port;
       bc.net.ea = j.net.ea;
@@ -153,7 +158,7 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
     const LayerMapping& m = map.layers[l];
     const LayerInstance& li = hw.layers[l];
     // The row blocks' port matrices (admittances Y, or capacitance moments Y1) summed into the layer's relations.
-    auto gather = [&](Eigen::MatrixXd Job::*Y, Eigen::MatrixXd& cx, Eigen::MatrixXd& cc, Eigen::MatrixXd& xc,
+    auto gather = [&](const Eigen::MatrixXd* Job::*Y, Eigen::MatrixXd& cx, Eigen::MatrixXd& cc, Eigen::MatrixXd& xc,
                       std::vector<Eigen::MatrixXd>& xx) {
       cx = Eigen::MatrixXd::Zero(f.C, f.P);
       cc = Eigen::MatrixXd::Zero(f.C, f.C);
@@ -161,14 +166,15 @@ Status FastEvaluator::prepare(const HardwareInstance& hw, const FastOptions& opt
       for (auto& j : jobs) {
         if (j.l != l) continue;
         const int r0 = m.row_blocks[j.b], nr = m.row_blocks[j.b + 1] - r0;
-        cx.middleCols(r0, nr) += (j.*Y).block(nr, 0, f.C, nr);
-        cc += (j.*Y).block(nr, nr, f.C, f.C);
-        xx[j.b] = (j.*Y).block(0, 0, nr, nr);
+        const Eigen::MatrixXd& Yb = *(j.*Y);
+        cx.middleCols(r0, nr) += Yb.block(nr, 0, f.C, nr);
+        cc += Yb.block(nr, nr, f.C, f.C);
+        xx[j.b] = Yb.block(0, 0, nr, nr);
       }
       xc = cx.transpose();
     };
-    gather(&Job::Y, f.Ycx, f.Ycc, f.Yxc, f.Yxx);
-    if (opt.moments) gather(&Job::Y1, f.C1cx, f.C1cc, f.C1xc, f.C1xx);
+    gather(&Job::Yp, f.Ycx, f.Ycc, f.Yxc, f.Yxx);
+    if (opt.moments) gather(&Job::Y1p, f.C1cx, f.C1cc, f.C1xc, f.C1xx);
     // DAC tables: signed row voltage per code (odd rows are driven by the DAC with swapped pins).
     f.dac.clear();
     for (int p = f.first_dac; p < f.P; ++p) {
