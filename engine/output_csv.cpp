@@ -117,8 +117,8 @@ struct Piece {
 
 // The table (nc columns, the header row and `rows` rows) in file order, in pieces of about kPieceNumbers numbers:
 // groups of whole rows, or each row in ranges of columns when a row is that long (the operating point of a large
-// circuit). A piece formats in about 1 ms.
-constexpr size_t kPieceNumbers = size_t(1) << 14;
+// circuit). A piece formats in about 0.5 ms.
+constexpr size_t kPieceNumbers = size_t(1) << 13;
 std::vector<Piece> table_pieces(size_t nc, long rows) {
   std::vector<Piece> p;
   if (nc >= kPieceNumbers) {
@@ -132,7 +132,7 @@ std::vector<Piece> table_pieces(size_t nc, long rows) {
   return p;
 }
 
-// Writes one analysis table to FILE; false on any I/O error. Tables of at least 2^15 numbers are formatted on two
+// Writes one analysis table to FILE; false on any I/O error. Tables of at least 2^14 numbers are formatted on two
 // threads (PieceWriter), others on this one.
 bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
   const std::vector<Column> cols = table_columns(a);

@@ -43,7 +43,7 @@ class PieceWriter {
   }
 
  private:
-  static constexpr size_t kWindow = 8;
+  static constexpr size_t kWindow = 4;
   static constexpr auto kTakeover = std::chrono::milliseconds(2);
   enum State : int { Free, Busy, Ready };
   struct Slot {
