@@ -118,35 +118,8 @@ inline Vm lu_factor_lanes(int nrt, Vd* A, Vm* piv) {
   }
   return singular;
 }
-// Solves with a factorization from lu_factor_lanes, b (n lane vectors) in place.
-template <int N>
-inline void lu_apply_lanes(int nrt, const Vd* A, const Vm* piv, Vd* b) {
-  const int n = N > 0 ? N : nrt;
-  for (int k = 0; k < n; ++k) {
-    const Vm p = piv[k];
-    if (all(p == p[0])) {
-      if (p[0] != k) std::swap(b[k], b[p[0]]);
-      continue;
-    }
-    for (int i = k + 1; i < n; ++i) {
-      const Vm m = p == i;
-      const Vd t = b[k];
-      b[k] = m ? b[i] : t;
-      b[i] = m ? t : b[i];
-    }
-  }
-  for (int k = 0; k < n; ++k) {
-    const Vd bk = b[k];
-    for (int i = k + 1; i < n; ++i) b[i] -= A[i * n + k] * bk;
-  }
-  for (int k = n - 1; k >= 0; --k) {
-    const Vd bk = b[k] * A[k * n + k];
-    b[k] = bk;
-    for (int i = 0; i < k; ++i) b[i] -= A[i * n + k] * bk;
-  }
-}
-
-// lu_apply_lanes for m right-hand sides (b: m consecutive vectors of n lane vectors), the pivots read once.
+// Solves m right-hand sides with a factorization from lu_factor_lanes (b: m consecutive vectors of n lane vectors),
+// in place, the pivots read once.
 template <int N>
 inline void lu_apply_lanes_multi(int nrt, const Vd* A, const Vm* piv, Vd* b, int m) {
   const int n = N > 0 ? N : nrt;
@@ -178,6 +151,12 @@ inline void lu_apply_lanes_multi(int nrt, const Vd* A, const Vm* piv, Vd* b, int
       for (int i = 0; i < k; ++i) br[i] -= A[i * n + k] * bk;
     }
   }
+}
+
+// One right-hand side (n lane vectors).
+template <int N>
+inline void lu_apply_lanes(int nrt, const Vd* A, const Vm* piv, Vd* b) {
+  lu_apply_lanes_multi<N>(nrt, A, piv, b, 1);
 }
 
 }  // namespace anasim::nn::fast
