@@ -452,11 +452,12 @@ Status FastEvaluator::classify(const MatrixRf& x, int first, int count, std::uin
   classes.assign(count, 0);
   if (codes) codes->assign(static_cast<size_t>(count) * nout, 0);
   const bool direct = I.opt.direct && I.direct();
-  // The direct evaluation is all products: chunks 4x larger pack the admittances less often.
-  const int chunk = std::max(1, I.opt.chunk) * (direct ? 4 : 1);
+  const bool batch = !direct && I.batched();
+  // The direct and batched evaluations start with a product per chunk: chunks 4x larger pack the admittances less
+  // often.
+  const int chunk = std::max(1, I.opt.chunk) * (direct || batch ? 4 : 1);
   const int nchunks = (count + chunk - 1) / chunk;
   long sweeps = 0, newton = 0, failures = 0;
-  const bool batch = !direct && I.batched();
   // The pair form of layer 0's product (FastLayer::Yd: half the columns) for the direct and the batched paths.
   if (direct || batch) I.prepare_direct();
   const bool pairs = (direct || batch) && f0.pairs > 0;
