@@ -7,7 +7,8 @@
 #        ANASIM_FUZZ_REV=HEAD bench/fuzz.sh ...     builds a committed revision (git archive into build-fuzz/rev/),
 #                                                   not the working tree: other edits in progress are not fuzzed
 #        ANASIM_FUZZ_MERGE=1 bench/fuzz.sh ...      first minimizes each target's grown corpus (libFuzzer -merge=1)
-#        ANASIM_FUZZ_CHUNK=600 (default)            restarts an in-process target after this many seconds (see below)
+#        ANASIM_FUZZ_CHUNK=600 (default)            restarts an in-process target after this many seconds or
+#        ANASIM_FUZZ_CHUNK_RUNS=300000 (default)    this many executions, whichever comes first (see below)
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -15,6 +16,7 @@ secs=${1:-60}
 targets=${*:-spice yaml hardware idx model}
 build=${ANASIM_FUZZ_BUILD:-build-fuzz}
 chunk=${ANASIM_FUZZ_CHUNK:-600}
+chunk_runs=${ANASIM_FUZZ_CHUNK_RUNS:-300000}
 root=$(pwd)
 
 # The source tree built: the working tree, or with ANASIM_FUZZ_REV a revision exported to $build/rev/src (built in
@@ -22,9 +24,13 @@ root=$(pwd)
 src=.
 bin="$build"
 if [ -n "${ANASIM_FUZZ_REV:-}" ]; then
-  rm -rf "$build/rev/src"
-  mkdir -p "$build/rev/src"
-  git archive "$ANASIM_FUZZ_REV" | tar -x -C "$build/rev/src"
+  # With ANASIM_FUZZ_NO_BUILD the revision built earlier is run as it is: a second run started meanwhile does not
+  # replace the sources under the first one.
+  if [ "${ANASIM_FUZZ_NO_BUILD:-0}" != 1 ]; then
+    rm -rf "$build/rev/src"
+    mkdir -p "$build/rev/src"
+    git archive "$ANASIM_FUZZ_REV" | tar -x -C "$build/rev/src"
+  fi
   src="$build/rev/src"
   bin="$build/rev/build"
 fi
@@ -60,9 +66,15 @@ rm -f "$corpus/model/mlp_784_128_10.h5" "$corpus/model/mlp_784_128_10_hwa.h5"  #
 # -detect_leaks=0 turns off libFuzzer's leak check after each new input, not LeakSanitizer: every parse keeps its
 # text in the process-lifetime SourceFile registry (engine/types.hpp), so every input allocates more than it frees,
 # libFuzzer ran each one twice plus a full heap scan and gave up after 1000 of them ("disabled leak detection").
-# The registry's growth (1-7 KB per execution) is also why an in-process target restarts every $chunk seconds,
-# before it reaches the 2 GB limit; LeakSanitizer checks the whole heap at every such exit (a leak is a finding,
-# its report in the log). fuzz/<target>.dict: the reader's keywords, so mutations can insert them.
+# The registry's growth (1-7 KB per execution) is also why an in-process target restarts every $chunk seconds or
+# $chunk_runs executions (300k x 4 KB: 1.2 GB over a start near 0.5 GB), before it reaches the 2 GB limit;
+# LeakSanitizer checks the whole heap at every such exit (a leak is a finding, its report in the log).
+# fuzz/<target>.dict: the reader's keywords, so mutations can insert them. -entropic_scale_per_exec_time=1: the
+# entropic schedule mutates fast inputs more than slow ones (up to 30x); without it 0.7% of the SPICE corpus (decks
+# whose recursive .func expands to megabytes before it is refused) took 75% of the time: 630 -> 2600 executions
+# per CPU second, and more features found in the same time (measured 2026-11-24, 100 s each from one corpus).
+# -reload=0: one process per corpus here, so re-listing it every second for other processes' finds (5% of a YAML
+# execution with 8000 files) is not needed.
 # The model target runs in fork mode past crashes and hangs: libhdf5 1.10.8 crashes or loops forever on some
 # damaged files (anasim reads them in a child process, engine/isolated_read); classify() tells those apart. There
 # -timeout=3 (a valid model reads in milliseconds; each endless loop in libhdf5 cost the run 10 s) and
@@ -75,6 +87,8 @@ run_target() {
   if [ "$1" = model ]; then
     extra="$extra -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1"
     timeout=3 asan="$asan:max_allocation_size_mb=1536"
+  else
+    extra="$extra -entropic_scale_per_exec_time=1 -runs=$chunk_runs -reload=0"
   fi
   if [ "${ANASIM_FUZZ_MERGE:-0}" = 1 ] && [ "$1" != model ]; then
     rm -rf "$build/work/$1.merged"
@@ -85,15 +99,19 @@ run_target() {
       rm -rf "$build/work/$1" && mv "$build/work/$1.merged" "$build/work/$1"
   fi
   : >"$build/fuzz_$1.log"
-  left=$secs
-  while [ "$left" -gt 0 ]; do
+  end=$(($(date +%s) + secs))
+  ran=0
+  while :; do
+    left=$((end - $(date +%s)))
+    [ "$left" -gt 0 ] || break
+    [ "$left" -lt 20 ] && [ "$ran" = 1 ] && break  # a restart (the corpus read again) is not worth less than 20 s
+    ran=1
     now=$left
     [ "$1" != model ] && [ "$now" -gt "$chunk" ] && now=$chunk
     ( cd "$build/findings/$1" && LSAN_OPTIONS="suppressions=$root/fuzz/lsan.supp" ASAN_OPTIONS="$asan" \
         nice -n 19 "$root/$bin/fuzz/fuzz_$1" -max_total_time="$now" -rss_limit_mb=2048 -timeout=$timeout \
         -print_final_stats=1 -max_len=65536 $extra "$root/$build/work/$1" "$root/$build/corpus/$1" \
         >>"$root/$build/fuzz_$1.log" 2>&1 ) || true
-    left=$((left - now))
   done
   # The input files (fuzz/fuzz_common.hpp) of this target's processes that ended, crashed fork-mode jobs included.
   for f in /dev/shm/anasim_fuzz_* "${TMPDIR:-/tmp}"/anasim_fuzz_*; do
