@@ -517,6 +517,8 @@ struct Kernel {
     double* J = Jout ? Jout : Jbuf;
     int* piv = pivout ? pivout : pbuf;
     double prev = std::numeric_limits<double>::infinity();
+    double step = max_step, last[kMaxLocal] = {};  // the step limit in force; the last limited step
+    bool limited = false;
     for (int it = 1; it <= max_newton; ++it) {
       std::fill(J, J + n * n, 0.0);
       std::fill(rhs, rhs + n, 0.0);
@@ -531,9 +533,18 @@ struct Kernel {
         double big = 0;
         for (int k = 0; k < n; ++k)
           if (!L.is_current[k]) big = std::max(big, std::fabs(rhs[k] - x[k]));
-        if (big > max_step) {
+        if (big > step) {
           noncon = true;
-          for (int k = 0; k < n; ++k) rhs[k] = x[k] + (max_step / big) * (rhs[k] - x[k]);
+          // A limited step that undoes the last limited one is a 2-cycle between two points (seen with a
+          // saturated level-2 TIA: the output jumping 1 V back and forth): halve the limit for the rest.
+          double back = 0;
+          for (int k = 0; k < n; ++k) back += (rhs[k] - x[k]) * last[k];
+          if (limited && back < 0) step *= 0.5;
+          for (int k = 0; k < n; ++k) rhs[k] = x[k] + (step / big) * (rhs[k] - x[k]);
+          for (int k = 0; k < n; ++k) last[k] = rhs[k] - x[k];
+          limited = true;
+        } else {
+          limited = false;
         }
       }
       bool conv = !noncon && (warm || it > 1 || tol_scale > 1);  // a loose cold stop may take the first step
