@@ -22,10 +22,16 @@
 //     linear response is verified by a Newton step (a residual with its stored factors). The fixed point is the
 //     exact solution of the full circuit equations. Images run in parallel (OpenMP) in fixed chunks, each image
 //     on one thread: results do not depend on the thread count.
+//  4. classify() runs the sweeps on blocks of 8 images side by side, one per SIMD lane (FastOptions::batch,
+//     nn/fast_batch.cpp): every lane follows step 3's algorithm with its own neuron states and stopping sweep;
+//     the neurons' Newton solves, checks and sensitivities are the kernel's lane-wise forms (one stamp template
+//     for one image and for a block), and each coupling update passes an admittance column once for all lanes.
+//     evaluate_one() and the network transient (nn/fast_tran.cpp) take the one-image path.
 // The device equations come from devices/: op-amp levels 0-2 at DC (opamp_model.hpp), diode (diode_model.hpp), the
 // crossbar's elements (crossbar.hpp, CrossbarTopology), DAC output and ADC transfer (dac.hpp, adc.hpp).
-// Files: periphery_kernel.hpp (per-neuron stamps, Newton, guess; small_lu.hpp its dense LU), port_reduction.cpp
-// (CHOLMOD Schur complement of the crossbar blocks), fast_prepare.cpp (per trial), fast_sweeps.cpp (per image).
+// Files: periphery_kernel.hpp (per-neuron stamps, Newton, guess; small_lu.hpp its dense LU; lanes.hpp the SIMD
+// lanes), port_reduction.cpp (CHOLMOD Schur complement of the crossbar blocks), fast_prepare.cpp (per trial),
+// fast_sweeps.cpp (per image), fast_batch.cpp (per block of images).
 #pragma once
 #include <cstdint>
 #include <memory>
