@@ -444,6 +444,8 @@ Status run_measures(const std::vector<MeasureSpec>& specs, const Scope& scope, A
           v = measure_rms_integral(c, m1, spec.func == F::Rms);
           r.unit = spec.func == F::Rms ? unit1 : unit1 + "*" + scale_unit;
           break;
+        case F::Param:  // skipped above: evaluated once every other result is known
+          break;
       }
       if (std::isnan(v) && r.error.empty()) r.error = "out of interval";
     }
