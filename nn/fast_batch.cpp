@@ -124,11 +124,13 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
 
 // y[i] += a[i] * d for i < m (one admittance column into every lane's currents).
 inline void axpy(Vd* y, const double* a, Vd d, int m) {
+#pragma GCC unroll 4
   for (int i = 0; i < m; ++i) y[i] += a[i] * d;
 }
 
 // y[i] += a0[i] * d0 + a1[i] * d1 for i < m.
 inline void axpy2(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, int m) {
+#pragma GCC unroll 4
   for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1;
 }
 

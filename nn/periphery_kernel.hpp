@@ -419,13 +419,16 @@ struct Kernel {
     for (int b = 0; b < kLanes; ++b) its[b] = 0;
     for (int it = 1; it <= max_newton && any(run); ++it) {
       if (it > lockstep) return run;
-      std::fill(Jt, Jt + n * n, Vd{});
+      // Every lane runs (the usual case): factor straight into J, as the masked copy below would.
+      const bool every = all(run);
+      Vd* Jw = every ? J : Jt;
+      std::fill(Jw, Jw + n * n, Vd{});
       std::fill(rhs, rhs + n, Vd{});
       std::copy(lim, lim + kLim, lim2);
       Vm noncon{};
-      stamp<N>(in, x, Jt, rhs, lim2, it == 1 ? ~warm : Vm{}, noncon);
-      Vm bad = lu_factor_lanes<N>(n, Jt, pt) & run;
-      lu_apply_lanes<N>(n, Jt, pt, rhs);
+      stamp<N>(in, x, Jw, rhs, lim2, it == 1 ? ~warm : Vm{}, noncon);
+      Vm bad = lu_factor_lanes<N>(n, Jw, pt) & run;
+      lu_apply_lanes<N>(n, Jw, pt, rhs);
       Vm conv = (noncon == 0) & (warm | mask_all(it > 1) | (tol_scale > 1.0));
       Vd norm{};
       for (int k = 0; k < n; ++k) {
@@ -445,7 +448,8 @@ struct Kernel {
         piv[k] = run ? pt[k] : piv[k];
       }
       for (int s = 0; s < kLim; ++s) lim[s] = run ? lim2[s] : lim[s];
-      for (int e = 0; e < n * n; ++e) J[e] = run ? Jt[e] : J[e];
+      if (!every)
+        for (int e = 0; e < n * n; ++e) J[e] = run ? Jt[e] : J[e];
       const Vm fin = run & conv;
       for (int b = 0; b < kLanes; ++b)
         if (fin[b]) its[b] = it;

@@ -113,6 +113,7 @@ inline Vm lu_factor_lanes(int nrt, Vd* A, Vm* piv) {
     for (int i = k + 1; i < n; ++i) {
       const Vd f = A[i * n + k] * inv;
       A[i * n + k] = f;
+      if (!any(f != 0)) continue;  // structurally zero in the neuron's matrix (most of them), as in lu_factor
       for (int c = k + 1; c < n; ++c) A[i * n + c] -= f * A[k * n + c];
     }
   }
