@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <omp.h>
 #include "devices/registry.hpp"
 #include "engine/distribute.hpp"
 #include "engine/simulate.hpp"
@@ -306,8 +307,24 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     if (opt.engine) {
       for (int i = 0; i < m; ++i) one(i);
     } else {
+      // Blocks of up to 8 consecutive images side by side (FastTransient::run_block), the blocks in parallel.
+      constexpr int kBlock = 8;
+      const int nblocks = (m + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(dynamic, 1)
-      for (int i = 0; i < m; ++i) one(i);
+      for (int bi = 0; bi < nblocks; ++bi) {
+        const int i0 = bi * kBlock, i1 = std::min(m, i0 + kBlock);
+        std::vector<FastTransient::Item> block;
+        for (int i = i0; i < i1; ++i) {
+          const int k = static_cast<int>(items[i]);
+          block.push_back({&codes[k], k > 0 ? &codes[k - 1] : &none, static_cast<std::uint64_t>(k)});
+        }
+        std::vector<ImageTransient> outs;
+        const std::vector<Status> bst = ft.run_block(block, opt, {}, outs);
+        for (int i = i0; i < i1; ++i) {
+          st[i] = bst[i - i0];
+          ims[i] = std::move(outs[i - i0]);
+        }
+      }
     }
     out.assign(m, {});
     for (int i = 0; i < m; ++i) {
@@ -331,7 +348,7 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
   auto after_round = [&](const dist::ItemTable& t) -> Status {
     return opt.checkpoint.empty() || !dist::is_root() ? Status{} : save_checkpoint(opt.checkpoint, id, t);
   };
-  if (Status st = dist::run_items(table, dist::chunk_size(n, opt.engine ? 1 : 8), chunk, after_round, "images"); !st)
+  if (Status st = dist::run_items(table, dist::chunk_size(n, opt.engine ? 1 : 16 * omp_get_max_threads()), chunk, after_round, "images"); !st)
     return st;
   rep.images.assign(n, ImageTransient{});
   for (int k = 0; k < n; ++k) rep.images[k] = unpack_image(table.values[k]);

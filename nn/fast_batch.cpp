@@ -33,8 +33,15 @@ struct FastEvaluator::Impl::Batch {
   struct Layer {
     std::vector<Vd> x, xn, lim, lagn, lagu, sens, bound, lu, ic, ix, vx;
     std::vector<Vm> piv, state;
+    std::vector<Vd> ipole;  // transient step: the pole capacitors' history currents [A] (C x 3), else empty
   };
   std::vector<Layer> layers;
+  // As in Work: the port relations the sweeps see (the layers' DC admittances, or a transient step's companion
+  // admittances), the tolerance multiplier and the pole companion conductance [S] of a transient step.
+  std::vector<const Eigen::MatrixXd*> Ycc, Ycx, Yxc;
+  std::vector<std::vector<const Eigen::MatrixXd*>> Yxx;
+  double tol_scale = 1;
+  double gpole = 0;
   Vd old[kMaxLocal];
   std::uint64_t sample[kLanes] = {};
   Vm live{};                  // lanes holding an image
@@ -64,6 +71,17 @@ std::unique_ptr<FastEvaluator::Impl::Batch, FastEvaluator::Impl::BatchFree> Fast
     b.ic.assign(C, Vd{});
     b.ix.assign(f.P, Vd{});
     b.vx.assign(f.P, Vd{});
+  }
+  const size_t L = layers.size();
+  w->Ycc.resize(L);
+  w->Ycx.resize(L);
+  w->Yxc.resize(L);
+  w->Yxx.resize(L);
+  for (size_t l = 0; l < L; ++l) {
+    w->Ycc[l] = &layers[l].Ycc;
+    w->Ycx[l] = &layers[l].Ycx;
+    w->Yxc[l] = &layers[l].Yxc;
+    for (const auto& S : layers[l].Yxx) w->Yxx[l].push_back(&S);
   }
   return w;
 }
@@ -102,15 +120,19 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
   NeuronInT<Vd> in;
   in.r = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
   in.vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
-  in.y_cc = f.Ycc(j, j);
+  in.y_cc = (*w.Ycc[l])(j, j);
   in.lag_c = B.ic[j] - in.y_cc * x[Lo.c];
   if (I.noise)
     for (int b = 0; b < kLanes; ++b)
       if (w.live[b]) in.lag_c[b] -= read_noise_current(*I.hw, l, j, w.sample[b]);
+  if (!B.ipole.empty()) {
+    in.gpole = w.gpole;
+    for (int k = 0; k < 3; ++k) in.ipole[k] = B.ipole[static_cast<size_t>(j) * 3 + k];
+  }
   if (f.m->rectifier && l + 1 < l1) {
     const FastLayer& nx = I.layers[l + 1];
     const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
-    const Eigen::MatrixXd& S = nx.Yxx[bl];
+    const Eigen::MatrixXd& S = *w.Yxx[l + 1][bl];
     in.y_hh = S(p - off, p - off);
     in.y_hhn = S(p - off, p + 1 - off);
     in.y_hnh = S(p + 1 - off, p - off);
@@ -143,29 +165,31 @@ void propagate_lanes(const Impl& I, Impl::Batch& w, int l, int j, int l1) {
   const Vd* x = &B.x[static_cast<size_t>(j) * Lo.n];
   const Vd dc = x[Lo.c] - w.old[Lo.c];
   if (any(dc != 0)) {
-    axpy(B.ic.data(), f.Ycc.col(j).data(), dc, f.C);
-    if (!f.m->dac_rows) axpy(B.ix.data(), f.Yxc.col(j).data(), dc, f.P);
+    axpy(B.ic.data(), w.Ycc[l]->col(j).data(), dc, f.C);
+    if (!f.m->dac_rows) axpy(B.ix.data(), w.Yxc[l]->col(j).data(), dc, f.P);
   }
   if (!(f.m->rectifier && l + 1 < l1)) return;
   const FastLayer& nx = I.layers[l + 1];
   Impl::Batch::Layer& N = w.layers[l + 1];
   const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
-  const Eigen::MatrixXd& S = nx.Yxx[bl];
+  const Eigen::MatrixXd& S = *w.Yxx[l + 1][bl];
+  const Eigen::MatrixXd& Ycx = *w.Ycx[l + 1];
   const int rows = static_cast<int>(S.rows());
   const Vd dh = x[Lo.h] - w.old[Lo.h], dhn = x[Lo.hn] - w.old[Lo.hn];
   if (any((dh != 0) | (dhn != 0))) {  // both columns of the row pair in one pass
     axpy2(N.ix.data() + off, S.col(p - off).data(), dh, S.col(p + 1 - off).data(), dhn, rows);
-    axpy2(N.ic.data(), nx.Ycx.col(p).data(), dh, nx.Ycx.col(p + 1).data(), dhn, nx.C);
+    axpy2(N.ic.data(), Ycx.col(p).data(), dh, Ycx.col(p + 1).data(), dhn, nx.C);
   }
   N.vx[p] = x[Lo.h];
   N.vx[p + 1] = x[Lo.hn];
 }
 
 // Impl::tiny_linear lane-wise (DC tolerance): lanes whose linear moves from xn need no verifying check.
-Vm tiny_linear_lanes(const Layout& Lo, const Vd* x, const Vd* xn) {
+Vm tiny_linear_lanes(const Layout& Lo, const Vd* x, const Vd* xn, double tol_scale) {
+  const double lim = kNoCheck * std::sqrt(tol_scale);
   Vm tiny = Vm{} - 1;
   for (int k = 0; k < Lo.n; ++k)
-    tiny &= ~(vabs(x[k] - xn[k]) > kNoCheck * (vabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3)));
+    tiny &= ~(vabs(x[k] - xn[k]) > lim * (vabs(xn[k]) + (Lo.is_current[k] ? 1e-9 : 1e-3)));
   return tiny;
 }
 
@@ -194,15 +218,21 @@ void FastEvaluator::Impl::start_block_layer(Batch& w, int l, const double* ic0, 
   }
 }
 
-// Impl::sweep for a block (cold start at DC): Gauss-Seidel sweeps over layers [l0, l1) until every live lane has
-// converged; each lane stops at the sweep where the one-image algorithm stops.
-void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
+// Impl::sweep for a block: Gauss-Seidel sweeps over layers [l0, l1) until every live lane has converged; each
+// lane stops at the sweep where the one-image algorithm stops. Cold (DC): every neuron from its ideal-circuit
+// guess; warm (a transient step): every neuron from its x, a Newton solve first (state 3).
+void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1, bool warm_start) const {
   const FastOptions& o = opt;
-  // The ideal-circuit guess of every neuron (lanes without an image are guessed too, from zero currents).
+  const double ts = w.tol_scale;
   for (int l = l0; l < l1; ++l) {
     const Kernel& K = layers[l].kernel;
     const int n = K.L.n;
     Batch::Layer& B = w.layers[l];
+    if (warm_start) {
+      std::fill(B.state.begin(), B.state.end(), Vm{} + 3);
+      continue;
+    }
+    // The ideal-circuit guess of every neuron (lanes without an image are guessed too, from zero currents).
     for (int j = 0; j < layers[l].C; ++j) {
       Vd* x = &B.x[static_cast<size_t>(j) * n];
       std::copy(x, x + n, w.old);
@@ -215,7 +245,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
     for (int b = 0; b < kLanes; ++b) w.sweeps[b] += !done[b];
     Vd worst{};
     const Vm act = ~done;
-    const Vd tol_newton = verify ? splat(1.0) : splat(kLooseTol);
+    const Vd tol_newton = (verify ? splat(1.0) : splat(kLooseTol)) * ts;
     for (int l = l0; l < l1; ++l) {
       const FastLayer& f = layers[l];
       const Kernel& K = f.kernel;
@@ -239,8 +269,9 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
         std::copy(x, x + n, w.old);
         // Lanes whose linear updates stayed tiny are accurate as they are.
         const Vm lin2 = act & verify & (state == 2);
-        if (any(lin2)) state = (lin2 & tiny_linear_lanes(Lo, x, xn)) ? Vm{} + 1 : state;
-        Vm newton = act & ((state == 0) | (verify & (state == 2)));
+        if (any(lin2)) state = (lin2 & tiny_linear_lanes(Lo, x, xn, ts)) ? Vm{} + 1 : state;
+        const Vm fresh = (state == 0) | (state == 3);  // no Newton solution yet in this solve
+        Vm newton = act & (fresh | (verify & (state == 2)));
         const Vm rest = act & ~newton;
         Vm touched = newton;  // lanes whose x may change at this neuron
         if (any(rest)) {
@@ -267,7 +298,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
         // Verification of the lanes moved by linear response: a Newton step with the stored factors.
         const Vm chk = newton & verify & (state == 2);
         if (any(chk)) {
-          const Vm ok = K.check_lanes(in, x, lim, J, piv, splat(1.0), chk);
+          const Vm ok = K.check_lanes(in, x, lim, J, piv, splat(ts), chk);
           newton &= ~ok;
           state = ok ? Vm{} + 1 : state;
           for (int k = 0; k < n; ++k) xn[k] = ok ? x[k] : xn[k];
@@ -302,7 +333,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
               int pb[kMaxLocal];
               for (int k = 0; k < n; ++k) {
                 xb[k] = x[k][b];
-                x0[k] = warm[b] ? xn[k][b] : w.old[k][b];
+                x0[k] = warm[b] && state[b] != 3 ? xn[k][b] : w.old[k][b];
               }
               for (int s = 0; s < kLim; ++s) lb[s] = lim[s][b];
               int it = K.robust_solve(ib, xb, lb, x0, warm[b] != 0, static_cast<int>(its[b]), Jb, pb);
@@ -321,7 +352,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
             }
             w.newton[b] += std::abs(its[b]);
           }
-          worst = (newton & (state == 0)) ? vmax(worst, splat(2.0)) : worst;
+          worst = (newton & fresh) ? vmax(worst, splat(2.0)) : worst;
           state = newton ? Vm{} + 1 : state;
           for (int k = 0; k < n; ++k) xn[k] = newton ? x[k] : xn[k];
           for (int i = 0; i < 3; ++i) {
@@ -335,7 +366,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
           std::fill(s, s + np * n, Vd{});
           for (int i = 0; i < np; ++i) s[i * n + ports[i]] = splat(1.0);
           K.apply_lanes(J, piv, s, np);
-          for (int k = 0; k < n; ++k) itol[k] = 1.0 / K.tol_lanes(k, x[k], x[k]);
+          for (int k = 0; k < n; ++k) itol[k] = 1.0 / (ts * K.tol_lanes(k, x[k], x[k]));
           for (int i = 0; i < np; ++i) {
             Vd bnd{};
             for (int k = 0; k < n; ++k) {
@@ -348,7 +379,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1) const {
         }
         if (!any(touched)) continue;  // every lane skipped: nothing moved, nothing to pass on
         for (int k = 0; k < n; ++k) {
-          const Vd dx = vabs(x[k] - w.old[k]), tk = K.tol_lanes(k, x[k], w.old[k]);
+          const Vd dx = vabs(x[k] - w.old[k]), tk = ts * K.tol_lanes(k, x[k], w.old[k]);
           const Vm moved = act & ~(dx <= tk * vmax(worst, splat(1e-3)));
           if (any(moved)) worst = moved ? vmax(worst, dx / tk) : worst;
         }
@@ -413,6 +444,65 @@ void FastEvaluator::Impl::classify_batch(Batch& w, const Eigen::MatrixXd& IC, in
     sweeps += w.sweeps[b];
     newton += w.newton[b];
     failures += w.failed[b] != 0;
+  }
+}
+
+void FastEvaluator::Impl::load_block(Batch& w, const std::vector<Work*>& lanes,
+                                     const std::vector<std::uint64_t>& samples) const {
+  const int L = static_cast<int>(layers.size());
+  const Work* first = nullptr;
+  for (int b = 0; b < kLanes; ++b) {
+    const Work* s = b < static_cast<int>(lanes.size()) ? lanes[b] : nullptr;
+    w.live[b] = s ? -1 : 0;
+    w.sample[b] = s ? samples[b] : 0;
+    w.sweeps[b] = w.newton[b] = 0;
+    if (s && !first) first = s;
+  }
+  w.failed = Vm{};
+  if (!first) return;
+  w.tol_scale = first->tol_scale;
+  w.gpole = first->gpole;
+  for (int l = 0; l < L; ++l) {
+    w.Ycc[l] = first->Ycc[l];
+    w.Ycx[l] = first->Ycx[l];
+    w.Yxc[l] = first->Yxc[l];
+    w.Yxx[l] = first->Yxx[l];
+    Batch::Layer& B = w.layers[l];
+    const bool pole = !first->ipole.empty();
+    B.ipole.assign(pole ? first->ipole[l].size() : 0, Vd{});
+    // Empty lanes repeat the first live lane, so that they solve something well-posed (they are not counted).
+    for (int b = 0; b < kLanes; ++b) {
+      const Work& s = b < static_cast<int>(lanes.size()) && lanes[b] ? *lanes[b] : *first;
+      for (size_t k = 0; k < B.x.size(); ++k) B.x[k][b] = s.x[l][k];
+      for (size_t k = 0; k < B.lim.size(); ++k) B.lim[k][b] = s.lim[l][k];
+      for (size_t k = 0; k < B.ic.size(); ++k) B.ic[k][b] = s.ic[l][k];
+      if (!layers[l].m->dac_rows) {  // a DAC layer's row currents and voltages are not the sweeps' (fixed rows)
+        for (size_t k = 0; k < B.ix.size(); ++k) B.ix[k][b] = s.ix[l][k];
+        for (size_t k = 0; k < B.vx.size(); ++k) B.vx[k][b] = s.vx[l][k];
+      }
+      for (size_t k = 0; k < B.ipole.size(); ++k) B.ipole[k][b] = s.ipole[l][k];
+    }
+  }
+}
+
+void FastEvaluator::Impl::store_block(const Batch& w, const std::vector<Work*>& lanes) const {
+  const int L = static_cast<int>(layers.size());
+  for (int b = 0; b < kLanes && b < static_cast<int>(lanes.size()); ++b) {
+    Work* s = lanes[b];
+    if (!s) continue;
+    for (int l = 0; l < L; ++l) {
+      const Batch::Layer& B = w.layers[l];
+      for (size_t k = 0; k < B.x.size(); ++k) s->x[l][k] = B.x[k][b];
+      for (size_t k = 0; k < B.lim.size(); ++k) s->lim[l][k] = B.lim[k][b];
+      for (size_t k = 0; k < B.ic.size(); ++k) s->ic[l][k] = B.ic[k][b];
+      if (!layers[l].m->dac_rows) {
+        for (size_t k = 0; k < B.ix.size(); ++k) s->ix[l][k] = B.ix[k][b];
+        for (size_t k = 0; k < B.vx.size(); ++k) s->vx[l][k] = B.vx[k][b];
+      }
+    }
+    s->failed = s->failed || w.failed[b] != 0;
+    s->sweeps += w.sweeps[b];
+    s->newton += w.newton[b];
   }
 }
 

@@ -144,7 +144,16 @@ struct FastEvaluator::Impl {
   void classify_batch(Batch& w, const Eigen::MatrixXd& IC, int col0, int nb, std::uint64_t sample0, int* classes,
                       long* codes, long& sweeps, long& newton, long& failures) const;
   void start_block_layer(Batch& w, int l, const double* ic0, int ld) const;
-  void sweep_block(Batch& w, int l0, int l1) const;
+  // sweep() for a block; warm: a transient step's solve (every lane from its x, as sweep(..., warm = true)), with
+  // the port relations, pole terms and tolerance of the lanes' Works (load_block).
+  void sweep_block(Batch& w, int l0, int l1, bool warm = false) const;
+  // The network transient's lanes (nn/fast_tran.cpp): load_block copies what a warm sweep reads from up to kLanes
+  // Works (null: an empty lane) into the block: unknowns, limiting states, lagged currents, row voltages, the pole
+  // companion terms, tol_scale and the port relations (those of the first Work; every lane steps with the same
+  // companion coefficient); samples[b]: lane b's sample number (read noise). store_block copies the results back (unknowns, limiting states, currents, row
+  // voltages, failure), adding each lane's sweeps and Newton iterations to its Work.
+  void load_block(Batch& b, const std::vector<Work*>& lanes, const std::vector<std::uint64_t>& samples) const;
+  void store_block(const Batch& b, const std::vector<Work*>& lanes) const;
   // Full evaluation of one image whose first-layer column currents are ic0 (Ycx * vx of layer 0).
   void run_image(Work& w, const std::vector<long>& codes0, const double* ic0, std::uint64_t sample,
                  LayerCodes* all_codes) const;

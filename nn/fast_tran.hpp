@@ -58,9 +58,23 @@ class FastTransient {
   Status run(const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample, const TransientOptions& opt,
              const std::vector<double>& sample_times, ImageTransient& out) const;
 
+  // Several inputs side by side (up to 8: the batched sweeps' lanes, nn/fast_batch.cpp) on one time grid: a step
+  // is accepted when every image's truncation error accepts it, and each image is finished at its own settling
+  // (its results as run() defines them, on the shared grid: at least as fine as its own). A block that fails
+  // (a step too small, no settling) is run again image by image, so each status is the image's own.
+  struct Item {
+    const LayerCodes* codes;
+    const LayerCodes* from;
+    std::uint64_t sample;
+  };
+  std::vector<Status> run_block(const std::vector<Item>& items, const TransientOptions& opt,
+                                const std::vector<double>& sample_times, std::vector<ImageTransient>& outs) const;
+
   FastEvaluator& dc() { return fe_; }
 
  private:
+  Status run_lanes(const std::vector<Item>& items, const TransientOptions& opt,
+                   const std::vector<double>& sample_times, std::vector<ImageTransient>& outs) const;
   FastEvaluator fe_;
   FastTranOptions to_;
   const HardwareInstance* hw_ = nullptr;
