@@ -146,6 +146,8 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
   struct DacLayer {
     VectorXd w0, w1, z0, z1;  // C: Ycx v0, Ycx dv, C1cx v0, C1cx dv
     VectorXd u0, u1, uc1;     // P: Yxx v0, Yxx dv, C1xx dv
+    // vx.(u0 + rr u1) = a0 + rr a1 + rr^2 a2 and vx.uc1 = b0 + rr b1 for vx = v0 + rr dv (the rows' powers)
+    double a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0;
   };
   struct Lane {
     std::uint64_t sample = 0;
@@ -200,6 +202,11 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
         d.u0 = block_mv(f.Yxx, f.m->row_blocks, ln.v0[l]);
         d.u1 = block_mv(f.Yxx, f.m->row_blocks, ln.dv[l]);
         d.uc1 = block_mv(f.C1xx, f.m->row_blocks, ln.dv[l]);
+        d.a0 = ln.v0[l].dot(d.u0);
+        d.a1 = ln.v0[l].dot(d.u1) + ln.dv[l].dot(d.u0);
+        d.a2 = ln.dv[l].dot(d.u1);
+        d.b0 = ln.v0[l].dot(d.uc1);
+        d.b1 = ln.dv[l].dot(d.uc1);
       }
     }
     auto dc_state = [&](Work& w, const std::vector<VectorXd>& v) {
@@ -269,7 +276,37 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
     ox = block_mv(Mxx, f.m->row_blocks, vx);
     ox.noalias() += Mxc * c;
   };
-  // States of the lane's Work into q (charges) and a (aux); pole voltages into pv; the charge products into pr0.
+  // The charge products C1 v of the lanes `group` at ramp position rr into their pr0 (qc, qx): one matrix product
+  // per relation for all of them (the matrices are read once per step, not once per lane).
+  std::vector<MatrixXd> Vc(L), Vx(L), Oc(L), Ox(L);
+  auto charge_products = [&](const std::vector<Lane*>& group, double rr) {
+    const int m = static_cast<int>(group.size());
+    for (int l = 0; l < L; ++l) {
+      const FastLayer& f = I.layers[l];
+      const LayerRun& r = lr[l];
+      Vc[l].resize(r.C, m);
+      for (int i = 0; i < m; ++i) Vc[l].col(i) = col_volts(group[i]->w, l);
+      Oc[l].noalias() = f.C1cc * Vc[l];
+      if (!r.dac) {
+        Vx[l].resize(r.P, m);
+        for (int i = 0; i < m; ++i) Vx[l].col(i) = row_volts(*group[i], group[i]->w, l, rr);
+        Oc[l].noalias() += f.C1cx * Vx[l];
+        Ox[l].resize(r.P, m);
+        for (size_t b = 0; b + 1 < f.m->row_blocks.size(); ++b) {
+          const int r0 = f.m->row_blocks[b], nr = f.m->row_blocks[b + 1] - r0;
+          Ox[l].middleRows(r0, nr).noalias() = f.C1xx[b] * Vx[l].middleRows(r0, nr);
+        }
+        Ox[l].noalias() += f.C1xc * Vc[l];
+      }
+      for (int i = 0; i < m; ++i) {
+        Products& p = group[i]->pr0[l];
+        p.qc = Oc[l].col(i);
+        if (!r.dac) p.qx = Ox[l].col(i);
+      }
+    }
+  };
+  // States of the lane's Work into q (charges) and a (aux), with the charge products already in pr0
+  // (charge_products); pole voltages into pv.
   auto charges = [&](Lane& ln, double rr, double gp, const double* hist, double* q, double* a) {
     const Work& ws = ln.w;
     for (int l = 0; l < L; ++l) {
@@ -283,9 +320,7 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
             pv[j * r.nops + k] = p;
             q[r.pole_off + j * r.nops + k] = opamp_model::kCpole * p;
           }
-      const FastLayer& f = I.layers[l];
       Products& p = ln.pr0[l];
-      apply(ln, ws, l, rr, f.C1cc, f.C1cx, f.C1xc, f.C1xx, p.qc, p.qx);
       if (r.dac) {
         const DacLayer& d = ln.dl[l];
         Eigen::Map<VectorXd>(q + r.qc_off, r.C) = p.qc + d.z0 + rr * d.z1;
@@ -338,16 +373,16 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
       const LayerRun& r = lr[l];
       const Kernel& K = f.kernel;
       const Layout& Lo = K.L;
-      const VectorXd c = col_volts(ws, l), vx = row_volts(ln, ws, l, rr);
+      const VectorXd c = col_volts(ws, l);
       pw[kPartCrossbar] += c.dot(Eigen::Map<const VectorXd>(ws.ic[l].data(), r.C));
       if (!r.dac) {
-        pw[kPartCrossbar] += vx.dot(Eigen::Map<const VectorXd>(ws.ix[l].data(), r.P));
+        pw[kPartCrossbar] += row_volts(ln, ws, l, rr).dot(Eigen::Map<const VectorXd>(ws.ix[l].data(), r.P));
       } else {
         const DacLayer& d = ln.dl[l];
-        pw[kPartCrossbar] += vx.dot(d.u0 + rr * d.u1) + (d.w0 + rr * d.w1).dot(c);
+        pw[kPartCrossbar] += d.a0 + rr * (d.a1 + rr * d.a2) + (d.w0 + rr * d.w1).dot(c);
         if (iaux) {
           const Eigen::Map<const VectorXd> dc(iaux + r.aux_off + 1, r.C);
-          pw[kPartCrossbar] += vx.dot(d.uc1) * iaux[r.aux_off] + (d.z0 + rr * d.z1).dot(dc);
+          pw[kPartCrossbar] += (d.b0 + rr * d.b1) * iaux[r.aux_off] + (d.z0 + rr * d.z1).dot(dc);
         }
         if (cfg.dac_rout > 0) {  // every row's current: the C x P products
           VectorXd ix = d.u0 + rr * d.u1;
@@ -429,6 +464,7 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
   for (Lane& ln : lanes) {
     ln.ctx.q = ln.integ.q0().data();
     ln.actx.q = ln.aux.q0().data();
+    charge_products({&ln}, 0.0);
     charges(ln, 0.0, 0.0, nullptr, ln.ctx.q, ln.actx.q);
     ln.integ.start_from_dc(ln.ctx);
     ln.aux.start_from_dc(ln.actx);
@@ -560,8 +596,10 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
                                                         xf * (p2.gx + ag0 * p2.qx) +
                                                         Eigen::Map<const VectorXd>(ln.ctx.hist + r.qx_off, r.P);
           }
-          const VectorXd vx = row_volts(ln, w, l, rr);
-          std::copy(vx.data(), vx.data() + r.P, w.vx[l].begin());
+          if (!r.dac) {  // (a DAC layer's rows are not the sweeps')
+            const VectorXd vx = row_volts(ln, w, l, rr);
+            std::copy(vx.data(), vx.data() + r.P, w.vx[l].begin());
+          }
         }
         w.failed = false;
         w.tol_scale = step_tol_scale;
@@ -588,6 +626,10 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
         newdelta = delta / 8;
         sc.order = 1;
       } else {
+        std::vector<Lane*> group;
+        for (Lane& ln : lanes)
+          if (ln.live) group.push_back(&ln);
+        charge_products(group, rr);
         for (Lane& ln : lanes) {
           if (!ln.live) continue;
           charges(ln, rr, ln.w.gpole, ln.ctx.hist, ln.ctx.q, ln.actx.q);
@@ -645,7 +687,7 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
       ln.aux.accept();
       std::swap(ln.pr2, ln.pr1);
       std::swap(ln.pr1, ln.pr0);
-      ln.x2 = std::move(ln.x1);
+      std::swap(ln.x2, ln.x1);  // (x2's buffers reused)
       ln.x1 = ln.w.x;
       ln.lim1 = ln.w.lim;
       // Energies: this point's powers integrated with the step's rule.
