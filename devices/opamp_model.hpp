@@ -116,6 +116,13 @@ inline T pole_explicit(const DcCoeffs& c, const T& stage, double gc, double& dp_
   dp_dstage = gc == 0 ? c.r1 : 1.0 / (1.0 / c.r1 + gc);
   return gc == 0 ? c.vmid + c.r1 * stage : (stage + c.vmid / c.r1) / (1.0 / c.r1 + gc);
 }
+// The same with a companion conductance per lane (lanes at different time steps; every gc > 0): lane by lane the
+// operations of the transient branch above, so each lane's result is the one-image result.
+template <class T>
+inline T pole_explicit_lanes(const DcCoeffs& c, const T& stage, const T& gc, T& dp_dstage) {
+  dp_dstage = 1.0 / (1.0 / c.r1 + gc);
+  return (stage + c.vmid / c.r1) / (1.0 / c.r1 + gc);
+}
 // True where the rail clamp at pole voltage p is exactly 0 (softplus of both arguments underflows).
 template <class T>
 inline auto clamp_off(const DcCoeffs& c, const T& p) {

@@ -287,13 +287,9 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     const int m = static_cast<int>(items.size());
     std::vector<ImageTransient> ims(m);
     std::vector<Status> st(m);
-    auto one = [&](int i) {
+    auto one = [&](int i) {  // the engine's transient of image items[i]
       const int k = static_cast<int>(items[i]);
       const LayerCodes& prev = k > 0 ? codes[k - 1] : none;
-      if (!opt.engine) {
-        st[i] = ft.run(codes[k], prev, static_cast<std::uint64_t>(k), opt, {}, ims[i]);
-        return;
-      }
       // The engine's initial operating point starts from the fast DC path's state before the step: the previous
       // image's, or an all-zero input's for the reset state (input codes 0; hybrid layers' codes then come from
       // the DC path rather than the reset's 0, so it is a nearby guess there). A cold start if that fails.
@@ -307,12 +303,13 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     if (opt.engine) {
       for (int i = 0; i < m; ++i) one(i);
     } else {
-      // Blocks of up to 8 consecutive images side by side (FastTransient::run_block), the blocks in parallel.
-      constexpr int kBlock = 8;
-      const int nblocks = (m + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(dynamic, 1)
-      for (int bi = 0; bi < nblocks; ++bi) {
-        const int i0 = bi * kBlock, i1 = std::min(m, i0 + kBlock);
+      // The chunk's images in one group per thread (consecutive images), each group through 8 lanes side by side
+      // (FastTransient::run_block: a lane that finishes takes the group's next image).
+      const int ngroups = std::max(1, std::min(omp_get_max_threads(), (m + 7) / 8));
+#pragma omp parallel for schedule(static, 1)
+      for (int g = 0; g < ngroups; ++g) {
+        const int i0 = static_cast<int>(static_cast<long>(m) * g / ngroups);
+        const int i1 = static_cast<int>(static_cast<long>(m) * (g + 1) / ngroups);
         std::vector<FastTransient::Item> block;
         for (int i = i0; i < i1; ++i) {
           const int k = static_cast<int>(items[i]);

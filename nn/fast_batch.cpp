@@ -36,12 +36,14 @@ struct FastEvaluator::Impl::Batch {
     std::vector<Vd> ipole;  // transient step: the pole capacitors' history currents [A] (C x 3), else empty
   };
   std::vector<Layer> layers;
-  // As in Work: the port relations the sweeps see (the layers' DC admittances, or a transient step's companion
-  // admittances), the tolerance multiplier and the pole companion conductance [S] of a transient step.
+  // The port relations the sweeps see: the layers' DC admittances Y; in a transient step (tran) Y + ag0 C1 with
+  // every lane's own companion coefficient ag0 [1/s] (the lanes are at different times and steps), applied as
+  // two products. The tolerance multiplier, and per lane the pole companion conductance [S] of a transient step.
   std::vector<const Eigen::MatrixXd*> Ycc, Ycx, Yxc;
   std::vector<std::vector<const Eigen::MatrixXd*>> Yxx;
   double tol_scale = 1;
-  double gpole = 0;
+  bool tran = false;
+  Vd ag0{}, gpole{};
   Vd old[kMaxLocal];
   std::uint64_t sample[kLanes] = {};
   Vm live{};                  // lanes holding an image
@@ -96,15 +98,15 @@ using Impl = FastEvaluator::Impl;
 // Lane b of a block's neuron inputs, for the one-image kernel functions (guess, robust_solve).
 NeuronIn lane(const NeuronInT<Vd>& v, int b) {
   NeuronIn in;
-  in.y_cc = v.y_cc;
+  in.y_cc = v.y_cc[b];
   in.lag_c = v.lag_c[b];
-  in.y_hh = v.y_hh;
-  in.y_hhn = v.y_hhn;
-  in.y_hnh = v.y_hnh;
-  in.y_hnhn = v.y_hnhn;
+  in.y_hh = v.y_hh[b];
+  in.y_hhn = v.y_hhn[b];
+  in.y_hnh = v.y_hnh[b];
+  in.y_hnhn = v.y_hnhn[b];
   in.lag_h = v.lag_h[b];
   in.lag_hn = v.lag_hn[b];
-  in.gpole = v.gpole;
+  in.gpole = v.gpole[b];
   for (int k = 0; k < 3; ++k) in.ipole[k] = v.ipole[k][b];
   in.r = v.r;
   in.vos = v.vos;
@@ -120,7 +122,8 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
   NeuronInT<Vd> in;
   in.r = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
   in.vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
-  in.y_cc = (*w.Ycc[l])(j, j);
+  in.y_cc = splat((*w.Ycc[l])(j, j));
+  if (w.tran) in.y_cc += w.ag0 * f.C1cc(j, j);
   in.lag_c = B.ic[j] - in.y_cc * x[Lo.c];
   if (I.noise)
     for (int b = 0; b < kLanes; ++b)
@@ -133,10 +136,17 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
     const FastLayer& nx = I.layers[l + 1];
     const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
     const Eigen::MatrixXd& S = *w.Yxx[l + 1][bl];
-    in.y_hh = S(p - off, p - off);
-    in.y_hhn = S(p - off, p + 1 - off);
-    in.y_hnh = S(p + 1 - off, p - off);
-    in.y_hnhn = S(p + 1 - off, p + 1 - off);
+    in.y_hh = splat(S(p - off, p - off));
+    in.y_hhn = splat(S(p - off, p + 1 - off));
+    in.y_hnh = splat(S(p + 1 - off, p - off));
+    in.y_hnhn = splat(S(p + 1 - off, p + 1 - off));
+    if (w.tran) {
+      const Eigen::MatrixXd& CS = nx.C1xx[bl];
+      in.y_hh += w.ag0 * CS(p - off, p - off);
+      in.y_hhn += w.ag0 * CS(p - off, p + 1 - off);
+      in.y_hnh += w.ag0 * CS(p + 1 - off, p - off);
+      in.y_hnhn += w.ag0 * CS(p + 1 - off, p + 1 - off);
+    }
     const Impl::Batch::Layer& N = w.layers[l + 1];
     in.lag_h = N.ix[p] - in.y_hh * x[Lo.h] - in.y_hhn * x[Lo.hn];
     in.lag_hn = N.ix[p + 1] - in.y_hnh * x[Lo.h] - in.y_hnhn * x[Lo.hn];
@@ -156,6 +166,13 @@ inline void axpy2(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, int m
   for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1;
 }
 
+// y[i] += a0[i] * d0 + a1[i] * d1 + a2[i] * d2 + a3[i] * d3 for i < m (a transient step's Y and C1 columns at once).
+inline void axpy4(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, const double* a2, Vd d2, const double* a3,
+                  Vd d3, int m) {
+#pragma GCC unroll 2
+  for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1 + (a2[i] * d2 + a3[i] * d3);
+}
+
 // Impl::propagate lane-wise: the port-voltage changes of neuron j of layer l (x against w.old) into the lagged
 // currents of every lane.
 void propagate_lanes(const Impl& I, Impl::Batch& w, int l, int j, int l1) {
@@ -165,8 +182,14 @@ void propagate_lanes(const Impl& I, Impl::Batch& w, int l, int j, int l1) {
   const Vd* x = &B.x[static_cast<size_t>(j) * Lo.n];
   const Vd dc = x[Lo.c] - w.old[Lo.c];
   if (any(dc != 0)) {
-    axpy(B.ic.data(), w.Ycc[l]->col(j).data(), dc, f.C);
-    if (!f.m->dac_rows) axpy(B.ix.data(), w.Yxc[l]->col(j).data(), dc, f.P);
+    if (w.tran) {  // (Y + ag0 C1) dc, ag0 per lane
+      const Vd e = w.ag0 * dc;
+      axpy2(B.ic.data(), w.Ycc[l]->col(j).data(), dc, f.C1cc.col(j).data(), e, f.C);
+      if (!f.m->dac_rows) axpy2(B.ix.data(), w.Yxc[l]->col(j).data(), dc, f.C1xc.col(j).data(), e, f.P);
+    } else {
+      axpy(B.ic.data(), w.Ycc[l]->col(j).data(), dc, f.C);
+      if (!f.m->dac_rows) axpy(B.ix.data(), w.Yxc[l]->col(j).data(), dc, f.P);
+    }
   }
   if (!(f.m->rectifier && l + 1 < l1)) return;
   const FastLayer& nx = I.layers[l + 1];
@@ -177,8 +200,17 @@ void propagate_lanes(const Impl& I, Impl::Batch& w, int l, int j, int l1) {
   const int rows = static_cast<int>(S.rows());
   const Vd dh = x[Lo.h] - w.old[Lo.h], dhn = x[Lo.hn] - w.old[Lo.hn];
   if (any((dh != 0) | (dhn != 0))) {  // both columns of the row pair in one pass
-    axpy2(N.ix.data() + off, S.col(p - off).data(), dh, S.col(p + 1 - off).data(), dhn, rows);
-    axpy2(N.ic.data(), Ycx.col(p).data(), dh, Ycx.col(p + 1).data(), dhn, nx.C);
+    if (w.tran) {  // (Y + ag0 C1) of both columns, ag0 per lane
+      const Eigen::MatrixXd& CS = nx.C1xx[bl];
+      const Vd eh = w.ag0 * dh, ehn = w.ag0 * dhn;
+      axpy4(N.ix.data() + off, S.col(p - off).data(), dh, S.col(p + 1 - off).data(), dhn, CS.col(p - off).data(), eh,
+            CS.col(p + 1 - off).data(), ehn, rows);
+      axpy4(N.ic.data(), Ycx.col(p).data(), dh, Ycx.col(p + 1).data(), dhn, nx.C1cx.col(p).data(), eh,
+            nx.C1cx.col(p + 1).data(), ehn, nx.C);
+    } else {
+      axpy2(N.ix.data() + off, S.col(p - off).data(), dh, S.col(p + 1 - off).data(), dhn, rows);
+      axpy2(N.ic.data(), Ycx.col(p).data(), dh, Ycx.col(p + 1).data(), dhn, nx.C);
+    }
   }
   N.vx[p] = x[Lo.h];
   N.vx[p + 1] = x[Lo.hn];
@@ -461,12 +493,19 @@ void FastEvaluator::Impl::load_block(Batch& w, const std::vector<Work*>& lanes,
   w.failed = Vm{};
   if (!first) return;
   w.tol_scale = first->tol_scale;
-  w.gpole = first->gpole;
+  w.tran = !first->ipole.empty();
+  for (int b = 0; b < kLanes; ++b) {
+    const Work& s = b < static_cast<int>(lanes.size()) && lanes[b] ? *lanes[b] : *first;
+    w.ag0[b] = s.ag0;
+    w.gpole[b] = s.gpole;
+  }
   for (int l = 0; l < L; ++l) {
-    w.Ycc[l] = first->Ycc[l];
-    w.Ycx[l] = first->Ycx[l];
-    w.Yxc[l] = first->Yxc[l];
-    w.Yxx[l] = first->Yxx[l];
+    // The DC admittances: a transient step adds each lane's ag0 C1 itself (Batch::tran).
+    w.Ycc[l] = &layers[l].Ycc;
+    w.Ycx[l] = &layers[l].Ycx;
+    w.Yxc[l] = &layers[l].Yxc;
+    w.Yxx[l].clear();
+    for (const auto& S : layers[l].Yxx) w.Yxx[l].push_back(&S);
     Batch::Layer& B = w.layers[l];
     const bool pole = !first->ipole.empty();
     B.ipole.assign(pole ? first->ipole[l].size() : 0, Vd{});

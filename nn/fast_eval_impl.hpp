@@ -89,6 +89,7 @@ struct FastEvaluator::Impl {
     // Transient step only (else 0 / empty): pole companion conductance [S] and per layer, neuron and op-amp the
     // pole capacitors' history currents [A] (C x 3).
     double gpole = 0;
+    double ag0 = 0;  // [1/s] the step's companion coefficient (gpole = ag0 kCpole; the batched sweeps' Y + ag0 C1)
     std::vector<std::vector<double>> ipole;
   };
 
@@ -149,8 +150,8 @@ struct FastEvaluator::Impl {
   void sweep_block(Batch& w, int l0, int l1, bool warm = false) const;
   // The network transient's lanes (nn/fast_tran.cpp): load_block copies what a warm sweep reads from up to kLanes
   // Works (null: an empty lane) into the block: unknowns, limiting states, lagged currents, row voltages, the pole
-  // companion terms, tol_scale and the port relations (those of the first Work; every lane steps with the same
-  // companion coefficient); samples[b]: lane b's sample number (read noise). store_block copies the results back (unknowns, limiting states, currents, row
+  // companion terms, tol_scale; each lane's companion coefficient Work::ag0 (its port relations are Y + ag0 C1,
+  // whatever the Work's pointers say); samples[b]: lane b's sample number (read noise). store_block copies the results back (unknowns, limiting states, currents, row
   // voltages, failure), adding each lane's sweeps and Newton iterations to its Work.
   void load_block(Batch& b, const std::vector<Work*>& lanes, const std::vector<std::uint64_t>& samples) const;
   void store_block(const Batch& b, const std::vector<Work*>& lanes) const;

@@ -55,36 +55,36 @@ Status FastTransient::prepare(const HardwareInstance& hw, const FastOptions& fo,
 Status FastTransient::run(const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample,
                           const TransientOptions& opt, const std::vector<double>& sample_times,
                           ImageTransient& out) const {
-  const Item item{&codes, &from, sample};
   std::vector<ImageTransient> outs;
-  Status st = run_lanes({item}, opt, sample_times, outs);
-  if (st) out = std::move(outs[0]);
-  return st;
+  std::vector<Status> st = run_lanes({Item{&codes, &from, sample}}, 1, opt, sample_times, outs);
+  out = std::move(outs[0]);
+  return st[0];
 }
 
 std::vector<Status> FastTransient::run_block(const std::vector<Item>& items, const TransientOptions& opt,
                                              const std::vector<double>& sample_times,
                                              std::vector<ImageTransient>& outs) const {
-  std::vector<Status> st(items.size());
-  outs.assign(items.size(), ImageTransient{});
-  if (items.size() > 1 && run_lanes(items, opt, sample_times, outs)) return st;
-  // One image (or a block that failed: each image alone, with its own message).
-  for (size_t i = 0; i < items.size(); ++i)
-    st[i] = run(*items[i].codes, *items[i].from, items[i].sample, opt, sample_times, outs[i]);
-  return st;
+  return run_lanes(items, kLanes, opt, sample_times, outs);
 }
 
-Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientOptions& opt,
-                                const std::vector<double>& sample_times, std::vector<ImageTransient>& outs) const {
-  const auto clock0 = Clock::now();
-  const int nb = static_cast<int>(items.size());
-  outs.assign(nb, ImageTransient{});
-  if (!hw_) return Status::fail(ErrorKind::Other, "FastTransient::run before prepare");
-  if (nb < 1 || nb > kLanes) return Status::fail(ErrorKind::Other, "FastTransient: 1 to 8 images per block");
+std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int slots, const TransientOptions& opt,
+                                             const std::vector<double>& sample_times,
+                                             std::vector<ImageTransient>& outs) const {
+  const int n_items = static_cast<int>(items.size());
+  outs.assign(n_items, ImageTransient{});
+  std::vector<Status> status(n_items);
+  if (!hw_) {
+    status.assign(n_items, Status::fail(ErrorKind::Other, "FastTransient::run before prepare"));
+    return status;
+  }
   const FastEvaluator::Impl& I = fe_.impl();
   const HardwareInstance& hw = *hw_;
   const HardwareConfig& cfg = hw.map->cfg;
   const int L = static_cast<int>(I.layers.size());
+  const int nb = std::max(1, std::min({slots, kLanes, n_items}));
+  // Lanes (slots > 1: even for one item, so that an image's result does not depend on how many come with it) or the
+  // one-image sweeps.
+  const bool batched = slots > 1;
 
   // ---- per layer: layout and states (shared by the lanes), companion admittances ----
   struct LayerRun {
@@ -149,7 +149,11 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
     // vx.(u0 + rr u1) = a0 + rr a1 + rr^2 a2 and vx.uc1 = b0 + rr b1 for vx = v0 + rr dv (the rows' powers)
     double a0 = 0, a1 = 0, a2 = 0, b0 = 0, b1 = 0;
   };
+  // One slot of the block: the image it is stepping (its own time grid and step control, as run() for one image),
+  // or none (active false).
   struct Lane {
+    int item = -1;
+    bool active = false;
     std::uint64_t sample = 0;
     std::vector<VectorXd> v0, v1, dv;
     std::vector<DacLayer> dl;
@@ -164,71 +168,16 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
     std::vector<double> iaux;
     int settled_points = 0;
     bool inside = false;  // every last-layer output within its band at the last accepted point
-    bool live = true;
+    // Time stepping: the engine's .tran step control, the time t of the last accepted point, the step h1 that led
+    // there, the next breakpoint, accepted points; the step being tried (new: a step to propose; tn, its end; rr,
+    // the ramp there; ag0, its companion coefficient).
+    StepControl sc;
+    double t = 0, h1 = 0, bp = 0, tn = 0, rr = 0, ag0 = 0;
+    long accepted = 0;
+    bool new_step = true, hits_break = false;
+    std::chrono::steady_clock::time_point clock0;
   };
   std::vector<Lane> lanes(nb);
-  for (int b = 0; b < nb; ++b) {
-    Lane& ln = lanes[b];
-    const LayerCodes& codes = *items[b].codes;
-    const LayerCodes& from = *items[b].from;
-    ln.sample = items[b].sample;
-    ln.v0.resize(L);
-    ln.v1.resize(L);
-    ln.dv.resize(L);
-    ln.dl.resize(L);
-    for (int l = 0; l < L; ++l) {
-      const FastLayer& f = I.layers[l];
-      ln.v0[l] = VectorXd::Zero(f.P);
-      ln.v1[l] = VectorXd::Zero(f.P);
-      if (f.m->dac_rows) {
-        if (static_cast<int>(codes.size()) <= l || static_cast<int>(codes[l].size()) != f.m->inputs)
-          return Status::fail(ErrorKind::Other, fmt::format("network transient: layer {} needs {} DAC codes", l,
-                                                            f.m->inputs));
-        const bool have_from = opt.from_previous && static_cast<int>(from.size()) > l &&
-                               static_cast<int>(from[l].size()) == f.m->inputs;
-        const std::vector<long> c0 = have_from ? from[l] : std::vector<long>(f.m->inputs, 0L);
-        I.dac_voltages(f, c0.data(), ln.v0[l].data());
-        I.dac_voltages(f, codes[l].data(), ln.v1[l].data());
-      } else {
-        for (int p = f.first_dac; p < f.P; ++p) ln.v0[l][p] = ln.v1[l][p] = f.dac[p - f.first_dac][f.dac_max];
-      }
-      ln.dv[l] = ln.v1[l] - ln.v0[l];
-      if (f.m->dac_rows) {
-        DacLayer& d = ln.dl[l];
-        d.w0 = f.Ycx * ln.v0[l];
-        d.w1 = f.Ycx * ln.dv[l];
-        d.z0 = f.C1cx * ln.v0[l];
-        d.z1 = f.C1cx * ln.dv[l];
-        d.u0 = block_mv(f.Yxx, f.m->row_blocks, ln.v0[l]);
-        d.u1 = block_mv(f.Yxx, f.m->row_blocks, ln.dv[l]);
-        d.uc1 = block_mv(f.C1xx, f.m->row_blocks, ln.dv[l]);
-        d.a0 = ln.v0[l].dot(d.u0);
-        d.a1 = ln.v0[l].dot(d.u1) + ln.dv[l].dot(d.u0);
-        d.a2 = ln.dv[l].dot(d.u1);
-        d.b0 = ln.v0[l].dot(d.uc1);
-        d.b1 = ln.dv[l].dot(d.uc1);
-      }
-    }
-    auto dc_state = [&](Work& w, const std::vector<VectorXd>& v) {
-      I.init_work(w);
-      for (int l = 0; l < L; ++l) {
-        if (I.layers[l].m->dac_rows) std::copy(v[l].data(), v[l].data() + v[l].size(), w.vx[l].begin());
-        I.start_layer(w, l, nullptr);
-      }
-      I.sweep(w, 0, L, ln.sample);
-      return !w.failed;
-    };
-    if (!dc_state(ln.wfin, ln.v1) || !dc_state(ln.w, ln.v0))
-      return Status::numerical(fmt::format("network transient of sample {}: the operating point did not converge",
-                                           ln.sample));
-    ln.integ = Integrator(n_states);
-    ln.aux = Integrator(n_aux);
-    ln.ctx.mode = LoadContext::Mode::Tran;
-    ln.actx.mode = LoadContext::Mode::Tran;
-    ln.pr0.resize(L);
-    ln.pv.resize(L);
-    ln.iaux.assign(n_aux, 0.0);
-  }
 
   // Port voltages of layer l in work state ws at ramp position rr (0..1 along the DAC edge).
   auto col_volts = [&](const Work& ws, int l) {
@@ -279,19 +228,21 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
   // The charge products C1 v of the lanes `group` at ramp position rr into their pr0 (qc, qx): one matrix product
   // per relation for all of them (the matrices are read once per step, not once per lane).
   std::vector<MatrixXd> Vc(L), Vx(L), Oc(L), Ox(L);
-  auto charge_products = [&](const std::vector<Lane*>& group, double rr) {
+  // The products always have kLanes columns (unused ones zero): a matrix product's columns are then computed the
+  // same way whatever the group, so that an image's result does not depend on the images beside it.
+  auto charge_products = [&](const std::vector<Lane*>& group) {  // at each lane's ramp position rr
     const int m = static_cast<int>(group.size());
     for (int l = 0; l < L; ++l) {
       const FastLayer& f = I.layers[l];
       const LayerRun& r = lr[l];
-      Vc[l].resize(r.C, m);
+      Vc[l].setZero(r.C, kLanes);
       for (int i = 0; i < m; ++i) Vc[l].col(i) = col_volts(group[i]->w, l);
       Oc[l].noalias() = f.C1cc * Vc[l];
       if (!r.dac) {
-        Vx[l].resize(r.P, m);
-        for (int i = 0; i < m; ++i) Vx[l].col(i) = row_volts(*group[i], group[i]->w, l, rr);
+        Vx[l].setZero(r.P, kLanes);
+        for (int i = 0; i < m; ++i) Vx[l].col(i) = row_volts(*group[i], group[i]->w, l, group[i]->rr);
         Oc[l].noalias() += f.C1cx * Vx[l];
-        Ox[l].resize(r.P, m);
+        Ox[l].resize(r.P, kLanes);
         for (size_t b = 0; b + 1 < f.m->row_blocks.size(); ++b) {
           const int r0 = f.m->row_blocks[b], nr = f.m->row_blocks[b + 1] - r0;
           Ox[l].middleRows(r0, nr).noalias() = f.C1xx[b] * Vx[l].middleRows(r0, nr);
@@ -461,39 +412,6 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
   o.abstol = to_.abstol;
   o.chgtol = to_.chgtol;
   o.trtol = to_.trtol;
-  for (Lane& ln : lanes) {
-    ln.ctx.q = ln.integ.q0().data();
-    ln.actx.q = ln.aux.q0().data();
-    charge_products({&ln}, 0.0);
-    charges(ln, 0.0, 0.0, nullptr, ln.ctx.q, ln.actx.q);
-    ln.integ.start_from_dc(ln.ctx);
-    ln.aux.start_from_dc(ln.actx);
-    exact_conductive(ln, 0.0);
-    ln.pr1 = ln.pr0;
-    ln.pr2 = ln.pr0;
-    Work& w = ln.w;
-    w.ipole.assign(L, {});
-    for (int l = 0; l < L; ++l) w.ipole[l].assign(static_cast<size_t>(lr[l].C) * 3, 0.0);
-    for (int l = 0; l < L; ++l) {
-      w.Ycc[l] = &lr[l].Ecc;
-      if (!lr[l].dac) {
-        w.Ycx[l] = &lr[l].Ecx;
-        w.Yxc[l] = &lr[l].Exc;
-        for (size_t b = 0; b < lr[l].Exx.size(); ++b) w.Yxx[l][b] = &lr[l].Exx[b];
-      }
-    }
-    powers(ln, 0.0, nullptr, ln.pw_prev);  // pv from charges() above
-    const double e0[kNumEnergyParts] = {};
-    record(ln, 0.0, e0);
-    ln.x1 = w.x;
-    ln.x2 = w.x;
-    ln.lim1 = w.lim;
-  }
-  // The block's sweeps: one image through the one-image sweeps, several side by side (nn/fast_batch.cpp).
-  auto batch = nb > 1 ? I.new_batch() : std::unique_ptr<FastEvaluator::Impl::Batch, FastEvaluator::Impl::BatchFree>();
-  std::vector<Work*> ptrs(nb);
-  std::vector<std::uint64_t> samples(nb);
-
   // The steps' solves: reltol and vntol both scaled from the DC path's (FastOptions: 1e-12, 1e-12 V).
   const double step_tol_scale = std::max(1.0, to_.newton_reltol / I.opt.reltol);
   const double tstop_nominal = opt.tstop > 0 ? opt.tstop : default_tstop(cfg, L);
@@ -503,55 +421,208 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
   const double tmax = to_.step_factor * h_fine;
   const double hmin = 1e-11 * h_fine;
   const double t_limit = 64 * tstop_nominal;
+  constexpr int kSettledPoints = 5;
 
-  // The step control of the whole block (one time grid): a step is accepted when every live lane's truncation
-  // error accepts it, and the next step is the smallest the lanes allow (StepControl::judge over the lanes; the
-  // same as judge for one image).
-  auto judge = [&](StepControl& sc, double& newdelta) {
-    auto lte = [&](int order) {
-      double h = 2 * sc.delta;
-      for (const Lane& ln : lanes)
-        if (ln.live) h = std::min(h, ln.integ.lte_step(o, Integration::Trapezoidal, order));
-      return h;
-    };
-    newdelta = lte(sc.order);
-    if (!(newdelta > 0.9 * sc.delta)) return false;
-    if (sc.order == 1 && sc.maxorder > 1) {
-      sc.order = 2;
-      newdelta = lte(2);
-      if (newdelta <= 1.05 * sc.delta) sc.order = 1;
+  // Starts item k in slot ln: the DAC rows before and after the step, the DAC layers' products with them, the DC
+  // states before (t = 0) and after (the target), the integrators from the first, the first point recorded.
+  auto start = [&](Lane& ln, int k) -> Status {
+    ln = Lane{};
+    ln.clock0 = Clock::now();
+    ln.item = k;
+    const LayerCodes& codes = *items[k].codes;
+    const LayerCodes& from = *items[k].from;
+    ln.sample = items[k].sample;
+    ln.v0.resize(L);
+    ln.v1.resize(L);
+    ln.dv.resize(L);
+    ln.dl.resize(L);
+    for (int l = 0; l < L; ++l) {
+      const FastLayer& f = I.layers[l];
+      ln.v0[l] = VectorXd::Zero(f.P);
+      ln.v1[l] = VectorXd::Zero(f.P);
+      if (f.m->dac_rows) {
+        if (static_cast<int>(codes.size()) <= l || static_cast<int>(codes[l].size()) != f.m->inputs)
+          return Status::fail(ErrorKind::Other, fmt::format("network transient: layer {} needs {} DAC codes", l,
+                                                            f.m->inputs));
+        const bool have_from = opt.from_previous && static_cast<int>(from.size()) > l &&
+                               static_cast<int>(from[l].size()) == f.m->inputs;
+        const std::vector<long> c0 = have_from ? from[l] : std::vector<long>(f.m->inputs, 0L);
+        I.dac_voltages(f, c0.data(), ln.v0[l].data());
+        I.dac_voltages(f, codes[l].data(), ln.v1[l].data());
+      } else {
+        for (int p = f.first_dac; p < f.P; ++p) ln.v0[l][p] = ln.v1[l][p] = f.dac[p - f.first_dac][f.dac_max];
+      }
+      ln.dv[l] = ln.v1[l] - ln.v0[l];
+      if (f.m->dac_rows) {
+        DacLayer& d = ln.dl[l];
+        d.w0 = f.Ycx * ln.v0[l];
+        d.w1 = f.Ycx * ln.dv[l];
+        d.z0 = f.C1cx * ln.v0[l];
+        d.z1 = f.C1cx * ln.dv[l];
+        d.u0 = block_mv(f.Yxx, f.m->row_blocks, ln.v0[l]);
+        d.u1 = block_mv(f.Yxx, f.m->row_blocks, ln.dv[l]);
+        d.uc1 = block_mv(f.C1xx, f.m->row_blocks, ln.dv[l]);
+        d.a0 = ln.v0[l].dot(d.u0);
+        d.a1 = ln.v0[l].dot(d.u1) + ln.dv[l].dot(d.u0);
+        d.a2 = ln.dv[l].dot(d.u1);
+        d.b0 = ln.v0[l].dot(d.uc1);
+        d.b1 = ln.dv[l].dot(d.uc1);
+      }
     }
-    return true;
+    auto dc_state = [&](Work& w, const std::vector<VectorXd>& v) {
+      I.init_work(w);
+      for (int l = 0; l < L; ++l) {
+        if (I.layers[l].m->dac_rows) std::copy(v[l].data(), v[l].data() + v[l].size(), w.vx[l].begin());
+        I.start_layer(w, l, nullptr);
+      }
+      I.sweep(w, 0, L, ln.sample);
+      return !w.failed;
+    };
+    if (!dc_state(ln.wfin, ln.v1) || !dc_state(ln.w, ln.v0))
+      return Status::numerical(fmt::format("network transient of sample {}: the operating point did not converge",
+                                           ln.sample));
+    ln.integ = Integrator(n_states);
+    ln.aux = Integrator(n_aux);
+    ln.ctx.mode = LoadContext::Mode::Tran;
+    ln.actx.mode = LoadContext::Mode::Tran;
+    ln.pr0.resize(L);
+    ln.pv.resize(L);
+    ln.iaux.assign(n_aux, 0.0);
+    ln.ctx.q = ln.integ.q0().data();
+    ln.actx.q = ln.aux.q0().data();
+    ln.rr = 0.0;
+    charge_products({&ln});
+    charges(ln, 0.0, 0.0, nullptr, ln.ctx.q, ln.actx.q);
+    ln.integ.start_from_dc(ln.ctx);
+    ln.aux.start_from_dc(ln.actx);
+    exact_conductive(ln, 0.0);
+    ln.pr1 = ln.pr0;
+    ln.pr2 = ln.pr0;
+    Work& w = ln.w;
+    w.ipole.assign(L, {});
+    for (int l = 0; l < L; ++l) w.ipole[l].assign(static_cast<size_t>(lr[l].C) * 3, 0.0);
+    if (!batched)  // the one-image sweeps read the companion admittances through the Work
+      for (int l = 0; l < L; ++l) {
+        w.Ycc[l] = &lr[l].Ecc;
+        if (!lr[l].dac) {
+          w.Ycx[l] = &lr[l].Ecx;
+          w.Yxc[l] = &lr[l].Exc;
+          for (size_t b = 0; b < lr[l].Exx.size(); ++b) w.Yxx[l][b] = &lr[l].Exx[b];
+        }
+      }
+    powers(ln, 0.0, nullptr, ln.pw_prev);  // pv from charges() above
+    const double e0[kNumEnergyParts] = {};
+    record(ln, 0.0, e0);
+    ln.x1 = w.x;
+    ln.x2 = w.x;
+    ln.lim1 = w.lim;
+    ln.sc.delta = std::min(tstop_nominal / 100, tmax) / 10;
+    ln.sc.save_delta = tstop_nominal / 50;
+    ln.bp = cfg.dac_tr;
+    ln.active = true;
+    return {};
   };
 
-  double h1 = 0;
-  double t = 0.0;
-  StepControl sc;  // the engine's .tran step control
-  sc.delta = std::min(tstop_nominal / 100, tmax) / 10;
-  sc.save_delta = tstop_nominal / 50;
-  double bp = tr;
-  constexpr int kSettledPoints = 5;
-  long accepted = 0;
-  double last_ag0 = std::numeric_limits<double>::quiet_NaN();
-  int n_live = nb;
-  for (;;) {
-    bool all_inside = true;
-    for (const Lane& ln : lanes) all_inside = all_inside && (!ln.live || ln.inside);
-    bool hits_break = sc.propose(t, bp, all_inside ? to_.tail_factor * tmax : tmax);
-    double tn = 0;
-    for (;;) {
-      const double delta = sc.delta;
-      tn = hits_break ? bp : t + delta;
-      double ag0 = 0;
-      for (Lane& ln : lanes) {
-        if (!ln.live) continue;
-        ln.integ.prepare(ln.ctx, Integration::Trapezoidal, sc.order, delta);
-        ln.aux.prepare(ln.actx, Integration::Trapezoidal, sc.order, delta);
-        ag0 = ln.ctx.ag0;
+  // ---- settling time, energies there, classes (as energy.cpp reads the engine's waveforms) ----
+  auto finish = [&](Lane& ln) {
+    ImageTransient& out = outs[ln.item];
+    const std::vector<double>&T = ln.T, &Y = ln.Y, &E = ln.E;
+    const size_t np = T.size();
+    double settle = 0;
+    for (int j = 0; j < nout; ++j) {
+      // The final value: the DC solution of the new input (the engine takes the value at its last time point, at
+      // least twice the settling time; the run here stops nearer, so its last point is a poorer stand-in).
+      const double fin = ln.wfin.x[L - 1][out_index(j)];
+      for (size_t q = np - 1; q-- > 0;) {
+        const double vk = Y[q * nout + j], vk1 = Y[(q + 1) * nout + j];
+        if (std::fabs(vk - fin) <= band) continue;
+        const double d0 = std::fabs(vk - fin), d1 = std::fabs(vk1 - fin);
+        const double wgt = d0 > d1 ? (d0 - band) / (d0 - d1) : 1.0;
+        settle = std::max(settle, T[q] + wgt * (T[q + 1] - T[q]));
+        break;
       }
-      const double rr = ramp(tn);
-      // Companion admittances (when the step changed).
-      if (ag0 != last_ag0) {
+    }
+    out.settle_s = settle;
+    out.tstop_s = ln.t;
+    out.timepoints = ln.accepted;
+    for (int p = 0; p < kNumEnergyParts; ++p) {
+      out.energy_parts_j[p] = interp(T, E, kNumEnergyParts, p, settle);
+      out.energy_j += out.energy_parts_j[p];
+    }
+    auto class_at = [&](double ts) {
+      int best = 0;
+      long best_code = -1;
+      for (int j = 0; j < nout; ++j) {
+        const long kc = adc_code(hw, L - 1, j, interp(T, Y, nout, j, ts));
+        if (kc > best_code) {
+          best_code = kc;
+          best = j;
+        }
+      }
+      return best;
+    };
+    out.cls = class_at(ln.t);
+    for (double ts : sample_times) out.cls_at.push_back(class_at(ts));
+    for (size_t q = 0; q < np; ++q) {
+      const int c = class_at(T[q]);
+      if (out.class_v.empty() || c != out.class_v.back()) {
+        out.class_t.push_back(T[q]);
+        out.class_v.push_back(c);
+      }
+    }
+    if (opt.keep_waveforms) {
+      out.t = T;
+      out.y.assign(nout, std::vector<double>(np));
+      for (size_t q = 0; q < np; ++q)
+        for (int j = 0; j < nout; ++j) out.y[j][q] = Y[q * nout + j];
+    }
+    // Wall time from the image's start (in a block, shared with the other slots' images).
+    out.seconds = std::chrono::duration<double>(Clock::now() - ln.clock0).count();
+  };
+
+  // Slots take the items in order; a slot whose image fails or ends takes the next one.
+  int next = 0;
+  auto refill = [&](Lane& ln) {
+    ln.active = false;
+    while (next < n_items) {
+      const int k = next++;
+      if (Status st = start(ln, k); !st) {
+        status[k] = st;
+        ln.active = false;
+        continue;
+      }
+      return;
+    }
+  };
+  for (Lane& ln : lanes) refill(ln);
+
+  // The block's sweeps: one image through the one-image sweeps, several side by side (nn/fast_batch.cpp), each
+  // lane at its own time step.
+  auto batch = batched ? I.new_batch() : std::unique_ptr<FastEvaluator::Impl::Batch, FastEvaluator::Impl::BatchFree>();
+  std::vector<Work*> ptrs;
+  std::vector<std::uint64_t> samples;
+  std::vector<Lane*> group;
+  double last_ag0 = std::numeric_limits<double>::quiet_NaN();  // of the companion admittances in lr (one slot)
+  for (;;) {
+    // Every active slot: its next attempt (a new step, or the retry of a rejected one), up to the sweeps.
+    ptrs.clear();
+    samples.clear();
+    for (Lane& ln : lanes) {
+      if (!ln.active) continue;
+      StepControl& sc = ln.sc;
+      if (ln.new_step) {
+        ln.hits_break = sc.propose(ln.t, ln.bp, ln.inside ? to_.tail_factor * tmax : tmax);
+        ln.new_step = false;
+      }
+      const double delta = sc.delta;
+      ln.tn = ln.hits_break ? ln.bp : ln.t + delta;
+      ln.integ.prepare(ln.ctx, Integration::Trapezoidal, sc.order, delta);
+      ln.aux.prepare(ln.actx, Integration::Trapezoidal, sc.order, delta);
+      const double ag0 = ln.ctx.ag0;
+      ln.ag0 = ag0;
+      ln.rr = ramp(ln.tn);
+      const double rr = ln.rr;
+      if (!batched && ag0 != last_ag0) {  // the one-image sweeps' companion admittances (when the step changed)
         for (int l = 0; l < L; ++l) {
           const FastLayer& f = I.layers[l];
           LayerRun& r = lr[l];
@@ -564,225 +635,142 @@ Status FastTransient::run_lanes(const std::vector<Item>& items, const TransientO
         }
         last_ag0 = ag0;
       }
+      Work& w = ln.w;
+      // The pole capacitors' history.
+      w.ag0 = ag0;
+      w.gpole = ag0 * opamp_model::kCpole;
+      for (int l = 0; l < L; ++l)
+        if (lr[l].level2)
+          for (int j = 0; j < lr[l].C; ++j)
+            for (int q = 0; q < lr[l].nops; ++q)
+              w.ipole[l][j * 3 + q] = -ln.ctx.hist[lr[l].pole_off + j * lr[l].nops + q];
       // Predictor (the engine's: linear extrapolation from the last two accepted points), and the array products
       // there: the same extrapolation of the stored ones (xf = 0: the last accepted point).
-      const double xf = !sc.first && h1 > 0 ? delta / h1 : 0.0;
-      int k = 0;
-      for (Lane& ln : lanes) {
-        if (!ln.live) continue;
-        Work& w = ln.w;
-        // The pole capacitors' history.
-        w.gpole = ag0 * opamp_model::kCpole;
+      const double xf = !sc.first && ln.h1 > 0 ? delta / ln.h1 : 0.0;
+      if (xf != 0)
         for (int l = 0; l < L; ++l)
-          if (lr[l].level2)
-            for (int j = 0; j < lr[l].C; ++j)
-              for (int q = 0; q < lr[l].nops; ++q)
-                w.ipole[l][j * 3 + q] = -ln.ctx.hist[lr[l].pole_off + j * lr[l].nops + q];
-        if (xf != 0)
-          for (int l = 0; l < L; ++l)
-            for (size_t u = 0; u < w.x[l].size(); ++u) w.x[l][u] = ln.x1[l][u] + xf * (ln.x1[l][u] - ln.x2[l][u]);
-        // Array currents at the predicted voltages: G v + ag0 C1 v + history (the sweeps keep them up to date).
-        for (int l = 0; l < L; ++l) {
-          const LayerRun& r = lr[l];
-          const Products &p1 = ln.pr1[l], &p2 = ln.pr2[l];
-          Eigen::Map<VectorXd> ic(w.ic[l].data(), r.C);
-          ic = (1 + xf) * (p1.gc + ag0 * p1.qc) - xf * (p2.gc + ag0 * p2.qc) +
-               Eigen::Map<const VectorXd>(ln.ctx.hist + r.qc_off, r.C);
-          if (r.dac) {
-            const DacLayer& d = ln.dl[l];
-            ic += d.w0 + rr * d.w1 + ag0 * (d.z0 + rr * d.z1);
-          } else {
-            Eigen::Map<VectorXd>(w.ix[l].data(), r.P) = (1 + xf) * (p1.gx + ag0 * p1.qx) -
-                                                        xf * (p2.gx + ag0 * p2.qx) +
-                                                        Eigen::Map<const VectorXd>(ln.ctx.hist + r.qx_off, r.P);
-          }
-          if (!r.dac) {  // (a DAC layer's rows are not the sweeps')
-            const VectorXd vx = row_volts(ln, w, l, rr);
-            std::copy(vx.data(), vx.data() + r.P, w.vx[l].begin());
-          }
+          for (size_t u = 0; u < w.x[l].size(); ++u) w.x[l][u] = ln.x1[l][u] + xf * (ln.x1[l][u] - ln.x2[l][u]);
+      // Array currents at the predicted voltages: G v + ag0 C1 v + history (the sweeps keep them up to date).
+      for (int l = 0; l < L; ++l) {
+        const LayerRun& r = lr[l];
+        const Products &p1 = ln.pr1[l], &p2 = ln.pr2[l];
+        Eigen::Map<VectorXd> ic(w.ic[l].data(), r.C);
+        ic = (1 + xf) * (p1.gc + ag0 * p1.qc) - xf * (p2.gc + ag0 * p2.qc) +
+             Eigen::Map<const VectorXd>(ln.ctx.hist + r.qc_off, r.C);
+        if (r.dac) {
+          const DacLayer& d = ln.dl[l];
+          ic += d.w0 + rr * d.w1 + ag0 * (d.z0 + rr * d.z1);
+        } else {
+          Eigen::Map<VectorXd>(w.ix[l].data(), r.P) = (1 + xf) * (p1.gx + ag0 * p1.qx) - xf * (p2.gx + ag0 * p2.qx) +
+                                                      Eigen::Map<const VectorXd>(ln.ctx.hist + r.qx_off, r.P);
+          const VectorXd vx = row_volts(ln, w, l, rr);  // (a DAC layer's rows are not the sweeps')
+          std::copy(vx.data(), vx.data() + r.P, w.vx[l].begin());
         }
-        w.failed = false;
-        w.tol_scale = step_tol_scale;
-        ptrs[k] = &w;
-        samples[k] = ln.sample;
-        ++k;
       }
-      if (nb == 1) {
-        I.sweep(lanes[0].w, 0, L, lanes[0].sample, true);
-      } else {
-        ptrs.resize(k);
-        samples.resize(k);
-        I.load_block(*batch, ptrs, samples);
-        I.sweep_block(*batch, 0, L, true);
-        I.store_block(*batch, ptrs);
-        ptrs.resize(nb);
-        samples.resize(nb);
-      }
-      bool failed = false;
-      for (const Lane& ln : lanes) failed = failed || (ln.live && ln.w.failed);
+      w.failed = false;
+      w.tol_scale = step_tol_scale;
+      ptrs.push_back(&w);
+      samples.push_back(ln.sample);
+    }
+    if (ptrs.empty()) break;
+    if (!batched) {
+      I.sweep(lanes[0].w, 0, L, lanes[0].sample, true);
+    } else {
+      I.load_block(*batch, ptrs, samples);
+      I.sweep_block(*batch, 0, L, true);
+      I.store_block(*batch, ptrs);
+    }
+    // The charges of the converged attempts (one product per relation for all of them).
+    group.clear();
+    for (Lane& ln : lanes)
+      if (ln.active && !ln.w.failed) group.push_back(&ln);
+    if (!group.empty()) charge_products(group);
+    // Every slot: accept or reject its attempt, as run() for one image.
+    for (Lane& ln : lanes) {
+      if (!ln.active) continue;
+      StepControl& sc = ln.sc;
+      Work& w = ln.w;
+      const double delta = sc.delta, rr = ln.rr, ag0 = ln.ag0;
       double newdelta = delta;
-      bool ok = !failed;
+      bool ok = !w.failed;
       if (!ok) {
         newdelta = delta / 8;
         sc.order = 1;
       } else {
-        std::vector<Lane*> group;
-        for (Lane& ln : lanes)
-          if (ln.live) group.push_back(&ln);
-        charge_products(group, rr);
-        for (Lane& ln : lanes) {
-          if (!ln.live) continue;
-          charges(ln, rr, ln.w.gpole, ln.ctx.hist, ln.ctx.q, ln.actx.q);
-          ln.integ.finish(ln.ctx);
-          ln.aux.finish(ln.actx);
-          conductive(ln, rr, ag0, ln.ctx.hist);
-        }
-        if (!sc.first) ok = judge(sc, newdelta);
+        charges(ln, rr, w.gpole, ln.ctx.hist, ln.ctx.q, ln.actx.q);
+        ln.integ.finish(ln.ctx);
+        ln.aux.finish(ln.actx);
+        conductive(ln, rr, ag0, ln.ctx.hist);
+        if (!sc.first) ok = sc.judge(ln.integ, o, Integration::Trapezoidal, newdelta);
         // An output crossing its band edge within a coarse step: redo the step finely.
         if (ok && delta > 1.01 * h_fine) {
-          for (const Lane& ln : lanes) {
-            if (!ln.live) continue;
-            for (int j = 0; j < nout && ok; ++j) {
-              const size_t oj = out_index(j);
-              const double fin = ln.wfin.x[L - 1][oj];
-              if ((std::fabs(ln.x1[L - 1][oj] - fin) <= band) != (std::fabs(ln.w.x[L - 1][oj] - fin) <= band)) {
-                ok = false;
-                newdelta = h_fine;
-              }
+          for (int j = 0; j < nout && ok; ++j) {
+            const size_t oj = out_index(j);
+            const double fin = ln.wfin.x[L - 1][oj];
+            if ((std::fabs(ln.x1[L - 1][oj] - fin) <= band) != (std::fabs(w.x[L - 1][oj] - fin) <= band)) {
+              ok = false;
+              newdelta = h_fine;
             }
           }
         }
       }
-      if (ok) {
-        sc.delta = newdelta;
-        break;
+      if (!ok) {
+        w.x = ln.x1;
+        w.lim = ln.lim1;
+        ln.hits_break = false;
+        if (!sc.retry(newdelta, hmin)) {
+          status[ln.item] = Status::numerical(fmt::format("network transient of sample {}: time step too small at "
+                                                          "{:.6g} s{}", ln.sample, ln.t,
+                                                          w.failed ? " (the step's sweeps did not converge)" : ""));
+          refill(ln);
+        }
+        continue;
       }
-      for (Lane& ln : lanes) {
-        if (!ln.live) continue;
-        ln.w.x = ln.x1;
-        ln.w.lim = ln.lim1;
-      }
-      hits_break = false;
-      if (!sc.retry(newdelta, hmin)) {
-        std::uint64_t s0 = 0;
-        for (const Lane& ln : lanes)
-          if (ln.live && (ln.w.failed || !failed)) {
-            s0 = ln.sample;
-            break;
-          }
-        return Status::numerical(fmt::format("network transient of sample {}: time step too small at {:.6g} s{}", s0,
-                                             t, failed ? " (the step's sweeps did not converge)" : ""));
-      }
-    }
-    const double step = tn - t;
-    t = tn;
-    h1 = step;
-    sc.first = false;
-    ++accepted;
-    sc.at_break = t >= bp;
-    for (Lane& ln : lanes) {
-      if (!ln.live) continue;
-      for (int s = 0; s < n_aux; ++s) ln.iaux[s] = ln.actx.ag0 * ln.actx.q[s] + ln.actx.hist[s];
+      sc.delta = newdelta;
+      ln.new_step = true;
+      const double step = ln.tn - ln.t;
+      ln.t = ln.tn;
+      for (int q = 0; q < n_aux; ++q) ln.iaux[q] = ln.actx.ag0 * ln.actx.q[q] + ln.actx.hist[q];
       ln.integ.accept();
       ln.aux.accept();
       std::swap(ln.pr2, ln.pr1);
       std::swap(ln.pr1, ln.pr0);
       std::swap(ln.x2, ln.x1);  // (x2's buffers reused)
-      ln.x1 = ln.w.x;
-      ln.lim1 = ln.w.lim;
+      ln.x1 = w.x;
+      ln.lim1 = w.lim;
+      ln.h1 = step;
+      sc.first = false;
+      ++ln.accepted;
       // Energies: this point's powers integrated with the step's rule.
       double pw[kNumEnergyParts], e[kNumEnergyParts];
-      powers(ln, ramp(t), ln.iaux.data(), pw);
+      powers(ln, ramp(ln.t), ln.iaux.data(), pw);
       for (int p = 0; p < kNumEnergyParts; ++p) {
         e[p] = ln.integ.integrate(ln.e_prev[p], ln.e_prev2[p], pw[p], ln.pw_prev[p]);
         ln.e_prev2[p] = ln.e_prev[p];
         ln.e_prev[p] = e[p];
         ln.pw_prev[p] = pw[p];
       }
-      record(ln, t, e);
+      record(ln, ln.t, e);
+      sc.at_break = ln.t >= ln.bp;
+      if (sc.at_break) ln.bp = std::numeric_limits<double>::infinity();
       // Done when every layer's outputs have stayed within a tenth of the band of their final (DC) values for
       // kSettledPoints points in a row (the engine's run instead goes on to twice the settling time).
       ln.settled_points = near_final(ln, 0.1 * band) ? ln.settled_points + 1 : 0;
       ln.inside = true;
       for (int j = 0; j < nout && ln.inside; ++j)
-        ln.inside = std::fabs(ln.w.x[L - 1][out_index(j)] - ln.wfin.x[L - 1][out_index(j)]) <= band;
-      if (t >= tr && ln.settled_points >= kSettledPoints) {
-        ln.live = false;
-        --n_live;
-        // ---- settling time, energies there, classes (as energy.cpp reads the engine's waveforms) ----
-        ImageTransient& out = outs[&ln - lanes.data()];
-        const std::vector<double>&T = ln.T, &Y = ln.Y, &E = ln.E;
-        const size_t np = T.size();
-        double settle = 0;
-        for (int j = 0; j < nout; ++j) {
-          // The final value: the DC solution of the new input (the engine takes the value at its last time point,
-          // at least twice the settling time; the run here stops nearer, so its last point is a poorer stand-in).
-          const double fin = ln.wfin.x[L - 1][out_index(j)];
-          for (size_t q = np - 1; q-- > 0;) {
-            const double vk = Y[q * nout + j], vk1 = Y[(q + 1) * nout + j];
-            if (std::fabs(vk - fin) <= band) continue;
-            const double d0 = std::fabs(vk - fin), d1 = std::fabs(vk1 - fin);
-            const double wgt = d0 > d1 ? (d0 - band) / (d0 - d1) : 1.0;
-            settle = std::max(settle, T[q] + wgt * (T[q + 1] - T[q]));
-            break;
-          }
-        }
-        out.settle_s = settle;
-        out.tstop_s = t;
-        out.timepoints = accepted;
-        for (int p = 0; p < kNumEnergyParts; ++p) {
-          out.energy_parts_j[p] = interp(T, E, kNumEnergyParts, p, settle);
-          out.energy_j += out.energy_parts_j[p];
-        }
-        auto class_at = [&](double ts) {
-          int best = 0;
-          long best_code = -1;
-          for (int j = 0; j < nout; ++j) {
-            const long kc = adc_code(hw, L - 1, j, interp(T, Y, nout, j, ts));
-            if (kc > best_code) {
-              best_code = kc;
-              best = j;
-            }
-          }
-          return best;
-        };
-        out.cls = class_at(t);
-        for (double ts : sample_times) out.cls_at.push_back(class_at(ts));
-        for (size_t q = 0; q < np; ++q) {
-          const int c = class_at(T[q]);
-          if (out.class_v.empty() || c != out.class_v.back()) {
-            out.class_t.push_back(T[q]);
-            out.class_v.push_back(c);
-          }
-        }
-        if (opt.keep_waveforms) {
-          out.t = T;
-          out.y.assign(nout, std::vector<double>(np));
-          for (size_t q = 0; q < np; ++q)
-            for (int j = 0; j < nout; ++j) out.y[j][q] = Y[q * nout + j];
-        }
-        // The lane's share of the block's time; its memory is no longer needed.
-        ln.T.clear();
-        ln.Y.clear();
-        ln.E.clear();
+        ln.inside = std::fabs(w.x[L - 1][out_index(j)] - ln.wfin.x[L - 1][out_index(j)]) <= band;
+      if (ln.t >= tr && ln.settled_points >= kSettledPoints) {
+        finish(ln);
+        refill(ln);
+      } else if (ln.t > t_limit || ln.accepted >= to_.max_points) {
+        status[ln.item] = Status::numerical(fmt::format("network transient of sample {}: the outputs have not "
+                                                        "settled by {:.4g} s ({} time points)", ln.sample, ln.t,
+                                                        ln.accepted));
+        refill(ln);
       }
     }
-    if (sc.at_break) bp = std::numeric_limits<double>::infinity();
-    if (n_live == 0) break;
-    if (t > t_limit || accepted >= to_.max_points) {
-      std::uint64_t s0 = 0;
-      for (const Lane& ln : lanes)
-        if (ln.live) {
-          s0 = ln.sample;
-          break;
-        }
-      return Status::numerical(fmt::format("network transient of sample {}: the outputs have not settled by {:.4g} s "
-                                           "({} time points)", s0, t, accepted));
-    }
   }
-  const double secs = std::chrono::duration<double>(Clock::now() - clock0).count();
-  for (ImageTransient& out : outs) out.seconds = secs / nb;
-  return {};
+  return status;
 }
 
 }  // namespace anasim::nn

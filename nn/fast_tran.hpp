@@ -58,10 +58,9 @@ class FastTransient {
   Status run(const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample, const TransientOptions& opt,
              const std::vector<double>& sample_times, ImageTransient& out) const;
 
-  // Several inputs side by side (up to 8: the batched sweeps' lanes, nn/fast_batch.cpp) on one time grid: a step
-  // is accepted when every image's truncation error accepts it, and each image is finished at its own settling
-  // (its results as run() defines them, on the shared grid: at least as fine as its own). A block that fails
-  // (a step too small, no settling) is run again image by image, so each status is the image's own.
+  // Several inputs, up to 8 at a time side by side (the batched sweeps' lanes, nn/fast_batch.cpp): each image on
+  // its own time grid and step control exactly as run() steps it (the lanes' sweeps solve every lane's own step
+  // together), a lane that finishes taking the next image. Results and statuses per item, as run() gives them.
   struct Item {
     const LayerCodes* codes;
     const LayerCodes* from;
@@ -73,8 +72,9 @@ class FastTransient {
   FastEvaluator& dc() { return fe_; }
 
  private:
-  Status run_lanes(const std::vector<Item>& items, const TransientOptions& opt,
-                   const std::vector<double>& sample_times, std::vector<ImageTransient>& outs) const;
+  // The items through `slots` lanes (1: the one-image sweeps).
+  std::vector<Status> run_lanes(const std::vector<Item>& items, int slots, const TransientOptions& opt,
+                                const std::vector<double>& sample_times, std::vector<ImageTransient>& outs) const;
   FastEvaluator fe_;
   FastTranOptions to_;
   const HardwareInstance* hw_ = nullptr;

@@ -107,14 +107,14 @@ inline Layout make_layout(bool rect, int level, bool diode_rs) {
 // image of a trial; the currents are per image).
 template <class T>
 struct NeuronInT {
-  double y_cc = 0;                      // [S] self-admittance of the column port
+  T y_cc{};                             // [S] self-admittance of the column port
   T lag_c{};                            // [A] current leaving c into the array from the other ports (and noise)
-  double y_hh = 0, y_hhn = 0, y_hnh = 0, y_hnhn = 0;  // next layer's row-pair self-admittance (rectifier)
+  T y_hh{}, y_hhn{}, y_hnh{}, y_hnhn{};  // next layer's row-pair self-admittance (rectifier)
   T lag_h{}, lag_hn{};
   // Transient step (0 at DC): companion conductance ag0 * kCpole of the level-2 pole capacitors [S], and per op-amp
   // (kOpTia, kOpRect, kOpInv) the capacitor's history current [A], added to the input stage's (see
   // opamp_model::pole_voltage).
-  double gpole = 0;
+  T gpole{};
   T ipole[3] = {};
   const double* r = nullptr;            // kNumPeripheryRes resistances [ohm]
   const double* vos = nullptr;          // kNumPeripheryOps offsets [V]
@@ -174,7 +174,7 @@ struct Kernel {
   // Op-amp with grounded non-inverting input, inverting input inn, output out; level 2: gp, hp the pole
   // capacitor's companion conductance and history current of a transient step (0 at DC).
   template <int N, class T>
-  void opamp(int inn, int out, double gp, T hp, int br, double vos, const T* x, T* J, T* rhs, T* xold,
+  void opamp(int inn, int out, T gp, T hp, int br, double vos, const T* x, T* J, T* rhs, T* xold,
              Mask<T> nolimit, Mask<T>& noncon) const {
     const int n = N > 0 ? N : L.n;
     if (op.level == 0) {  // nullor: the branch current leaves `out`; branch equation v(inp) - v(inn) = 0
@@ -241,7 +241,20 @@ struct Kernel {
 
   // Level 2: opamp_model::pole_voltage for this op-amp (lane-wise for a block).
   double pole_v(double stage, double gp, double& dp) const { return opamp_model::pole_voltage(op, stage, gp, dp); }
-  Vd pole_v(Vd stage, double gp, Vd& dp) const {
+  Vd pole_v(Vd stage, Vd gpv, Vd& dp) const {
+    if (!all(gpv == gpv[0])) {  // lanes at different time steps (network transient; every gp > 0)
+      Vd p = opamp_model::pole_explicit_lanes(op, stage, gpv, dp);
+      const Vm near = ~opamp_model::clamp_off(op, p);
+      if (any(near))
+        for (int b = 0; b < kLanes; ++b) {
+          if (!near[b]) continue;
+          double d;
+          p[b] = opamp_model::pole_voltage(op, stage[b], gpv[b], d);
+          dp[b] = d;
+        }
+      return p;
+    }
+    const double gp = gpv[0];
     double d0;
     Vd p = opamp_model::pole_explicit(op, stage, gp, d0);
     dp = splat(d0);
@@ -314,13 +327,17 @@ struct Kernel {
     cd = d.cd;
   }
   void diode_at(Vd& vd, Vd vold, Vm nolimit, Vm& noncon, Vd& gd, Vd& cd) const {
-    // Lanes in the forward branch without limiting (the rectifier's usual case): the exponential lane-wise, the
-    // rest through the one-image code.
-    if (!di.bv_given && all(nolimit | ~pnjlim_acts(vd, vold, di.vte, di.vcrit))) {
+    // Lanes where limiting does not act (the rectifier's usual case): the junction lane-wise; lanes where it acts
+    // (and every lane of a model with breakdown) through the one-image code. The choice is each lane's own, so a
+    // lane's result does not depend on the images beside it.
+    Vm scalar = Vm{} - 1;
+    if (!di.bv_given) {
+      scalar = ~nolimit & pnjlim_acts(vd, vold, di.vte, di.vcrit);
       junction(vd, cd, gd);
-      return;
+      if (!any(scalar)) return;
     }
     for (int b = 0; b < kLanes; ++b) {
+      if (!scalar[b]) continue;
       double v = vd[b], g, c;
       bool nc = false;
       diode_at(v, vold[b], nolimit[b] != 0, nc, g, c);
@@ -699,7 +716,7 @@ struct Kernel {
       c = select(vabs(cn) < 1.0, cn, c);
       if (!rect) continue;
       // Rectifier: D2 conducts (h > 0) for y < 0, else D1.
-      const double gh = 1.0 / r[kResR2] + 1.0 / r[kResRl] + 1.0 / r[kResInv1] + in.y_hh;
+      const T gh = 1.0 / r[kResR2] + 1.0 / r[kResRl] + 1.0 / r[kResInv1] + in.y_hh;
       auto d2_on = [&](T& i1, T& hh, T& i2, T& aa) {
         i1 = diode_current(s - a);
         hh = s + r[kResR2] * ((s - y) / r[kResR1] + i1 + gin * s + ib);

@@ -86,8 +86,8 @@ struct Shipped : Prepared {
 // engine's run (the fast path stops once settled), engine_points its tstop / largest step (the fast path's largest
 // step is default_tstop / 500). The engine's initial operating point starts from the fast DC path's state before
 // the step (image_transient's warm start).
-// The images also run side by side in blocks of 8 (FastTransient::run_block: one time grid per block), which must
-// agree with the engine to the same tolerances.
+// The images also run through the lanes (FastTransient::run_block), which must agree with the engine to the same
+// tolerances.
 void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
   std::vector<LayerCodes> all(n);
   std::vector<std::vector<LayerVoltages>> all_v(n);
@@ -175,6 +175,46 @@ TEST_CASE("nn fast transient: equals the engine's transient of the full netlist 
 TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (hybrid, 24-8-4)") {
   Setup s({24, 8, 4}, MappingMode::Hybrid, 24);
   compare(s, images_from_env(6), 10e-6);
+}
+
+// The lanes (run_block): an image's result does not depend on the images stepped beside it or on its lane; the
+// lanes equal run() (the one-image sweeps) to the steps' solve tolerance.
+TEST_CASE("nn fast transient: run_block gives each image the same result in any group") {
+  Setup s({24, 8, 4}, MappingMode::Analog, 24);
+  const int n = 11;
+  std::vector<LayerCodes> all(n);
+  std::vector<LayerVoltages> fv;
+  for (int k = 0; k < n; ++k) all[k] = s.codes(k, fv);
+  const LayerCodes none;
+  TransientOptions opt;
+  opt.from_previous = true;
+  auto item = [&](int k) {
+    return FastTransient::Item{&all[k], k > 0 ? &all[k - 1] : &none, static_cast<std::uint64_t>(k)};
+  };
+  std::vector<FastTransient::Item> every;
+  for (int k = 0; k < n; ++k) every.push_back(item(k));
+  std::vector<ImageTransient> a, b, c;
+  for (const Status& st : s.ft.run_block(every, opt, {1e-6}, a)) REQUIRE(st.ok());
+  for (const Status& st : s.ft.run_block({item(9), item(3)}, opt, {1e-6}, b)) REQUIRE(st.ok());
+  for (const Status& st : s.ft.run_block({item(3)}, opt, {1e-6}, c)) REQUIRE(st.ok());
+  auto same = [](const ImageTransient& x, const ImageTransient& y) {
+    CHECK(x.settle_s == y.settle_s);
+    CHECK(x.energy_j == y.energy_j);
+    CHECK(x.timepoints == y.timepoints);
+    CHECK(x.cls == y.cls);
+    CHECK(x.cls_at == y.cls_at);
+    CHECK(x.class_t == y.class_t);
+  };
+  same(a[3], b[1]);
+  same(a[9], b[0]);
+  same(a[3], c[0]);
+  for (int k = 0; k < n; ++k) {  // against the one-image path
+    ImageTransient one;
+    REQUIRE(s.ft.run(all[k], k > 0 ? all[k - 1] : none, k, opt, {1e-6}, one).ok());
+    CHECK(std::fabs(a[k].energy_j - one.energy_j) <= 1e-6 * one.energy_j);
+    CHECK(std::fabs(a[k].settle_s - one.settle_s) <= 1e-6 * one.settle_s);
+    CHECK(a[k].cls == one.cls);
+  }
 }
 
 // run_energy's engine path (`nn energy --engine`: every image's initial operating point warm-started from the fast DC
