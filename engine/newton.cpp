@@ -14,18 +14,27 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   b_.assign(n + 1, 0.0);
   x_.assign(n + 1, 0.0);
   xnew_.assign(n + 1, 0.0);
-  lu_.set_solver(opt.solver);
-  lu_.set_single_factorization(!c.nonlinear() && c.n_states() == 0);
-  if (opt.solver == LinearSolver::Umfpack ||
-      (opt.solver == LinearSolver::Auto && n >= SparseLU<double>::kMultifrontalMinUnknowns))
-    lu_.set_ordering_hint(c.elimination_hint());  // used where it covers most unknowns (sparse_lu.hpp)
-  lu_.analyze(n, c.Ap().data(), c.Ai().data());
+  facts_.resize(1);
+  facts_[0].lu = new_lu();
+  cache_ = !c.nonlinear();
   ctx_.A = A_.data();
   ctx_.b = b_.data();
   ctx_.x = x_.data();
   q_dc_.assign(c.n_states(), 0.0);
   ctx_.q = q_dc_.data();
   ctx_.gmin = opt.gmin;
+}
+
+std::unique_ptr<SparseLU<double>> NewtonSolver::new_lu() const {
+  const int n = c_.n();
+  auto lu = std::make_unique<SparseLU<double>>();
+  lu->set_solver(opt_.solver);
+  lu->set_single_factorization(!c_.nonlinear() && c_.n_states() == 0);
+  if (opt_.solver == LinearSolver::Umfpack ||
+      (opt_.solver == LinearSolver::Auto && n >= SparseLU<double>::kMultifrontalMinUnknowns))
+    lu->set_ordering_hint(c_.elimination_hint());  // used where it covers most unknowns (sparse_lu.hpp)
+  lu->analyze(n, c_.Ap().data(), c_.Ai().data());
+  return lu;
 }
 
 void NewtonSolver::load() {
@@ -50,33 +59,57 @@ void NewtonSolver::load() {
 }
 
 bool NewtonSolver::solve_last(double* r) {
-  if (!lu_.factored() || A_factored_.empty() || gdiag_ > 0 ||
+  if (!lu().factored() || facts_[cur_].A.empty() || gdiag_ > 0 ||
       (ctx_.mode == LoadContext::Mode::Dc && !forced_.empty()))
     return false;
-  lu_.solve(r);
+  lu().solve(r);
   r[c_.n()] = 0.0;
   return true;
 }
 
 bool NewtonSolver::factor_and_solve(std::string& err) {
-  const int nnz = c_.nnz();
-  // A linear system whose values did not change keeps its LU (e.g. fixed-step transient of a linear circuit).
-  bool same = lu_.factored() && A_factored_.size() == static_cast<size_t>(nnz) &&
-              std::memcmp(A_factored_.data(), A_.data(), sizeof(double) * nnz) == 0;
+  const size_t nnz = static_cast<size_t>(c_.nnz());
+  auto holds = [&](const Factorization& f) {
+    return f.lu->factored() && f.A.size() == nnz && std::memcmp(f.A.data(), A_.data(), sizeof(double) * nnz) == 0;
+  };
+  // A system whose values did not change keeps its LU (e.g. fixed-step transient of a linear circuit); a linear
+  // circuit also finds the other matrices it factored before.
+  bool same = holds(facts_[cur_]);
+  for (int k = 0; cache_ && !same && k < static_cast<int>(facts_.size()); ++k)
+    if (k != cur_ && holds(facts_[k])) {
+      cur_ = k;
+      same = true;
+    }
   if (!same) {
-    if (!lu_.factor(A_.data())) {
-      int col = lu_.singular_unknown();
+    if (cache_ && facts_[cur_].lu->factored()) {  // keep the current one: a new slot, or the least recently used
+      double held = 0;
+      for (const Factorization& f : facts_) held += f.lu->factor_entries();
+      const double one = facts_[cur_].lu->factor_entries();
+      if (static_cast<int>(facts_.size()) < kMaxFactorizations && held + one <= kCacheEntries) {
+        facts_.push_back({new_lu(), {}, 0});
+        cur_ = static_cast<int>(facts_.size()) - 1;
+      } else if (facts_.size() > 1) {
+        int lru = 0;
+        for (int k = 1; k < static_cast<int>(facts_.size()); ++k)
+          if (facts_[k].used < facts_[lru].used) lru = k;
+        cur_ = lru;
+      }
+    }
+    Factorization& f = facts_[cur_];
+    if (!f.lu->factor(A_.data())) {
+      int col = f.lu->singular_unknown();
       err = fmt::format("singular matrix at {}", c_.describe(col));
       // Name the devices connected to that unknown.
-      A_factored_.clear();
+      f.A.clear();
       return false;
     }
-    A_factored_.assign(A_.begin(), A_.begin() + nnz);
+    f.A.assign(A_.begin(), A_.begin() + static_cast<long>(nnz));
   } else {
     ++reused_;
   }
+  facts_[cur_].used = ++use_clock_;
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
-  lu_.solve(xnew_.data());
+  lu().solve(xnew_.data());
   xnew_[c_.n()] = 0.0;
   return true;
 }
@@ -266,10 +299,12 @@ double NewtonSolver::kcl_residual() const {
 SolverStats NewtonSolver::stats() const {
   SolverStats s;
   s.newton_iterations = iterations_;
-  s.factorizations = lu_.factorizations();
-  s.refactorizations = lu_.refactorizations();
-  s.solves = lu_.solves();
-  s.multifrontal = lu_.solver() == LinearSolver::Umfpack;
+  for (const Factorization& f : facts_) {
+    s.factorizations += f.lu->factorizations();
+    s.refactorizations += f.lu->refactorizations();
+    s.solves += f.lu->solves();
+  }
+  s.multifrontal = lu().solver() == LinearSolver::Umfpack;
   return s;
 }
 

@@ -2,6 +2,7 @@
 // with reuse, Newton-Raphson with SPICE convergence tests and damping, and the operating-point strategy
 // (plain Newton, then gmin stepping, then source stepping).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 #include "engine/circuit.hpp"
@@ -63,10 +64,28 @@ class NewtonSolver {
   // finite at the last load, if there was one.
   Status numerical_error(const std::string& what) const;
 
+  // A factorization and the matrix values it is of. A linear circuit's transient revisits a few matrices over and
+  // over (one per step size and integration order: the steps after every breakpoint repeat the same sequence), so
+  // its solver keeps up to kMaxFactorizations of them (least recently used replaced) within kCacheEntries entries
+  // of L and U in all; a nonlinear circuit's matrix changes with every Newton iteration and keeps one.
+  struct Factorization {
+    std::unique_ptr<SparseLU<double>> lu;
+    std::vector<double> A;  // the factored values (empty: none, or the factorization failed)
+    long used = 0;          // last use (use_clock_), for the replacement
+  };
+  static constexpr int kMaxFactorizations = 8;
+  static constexpr double kCacheEntries = 2.5e7;  // about 300 MB of factors
+  std::unique_ptr<SparseLU<double>> new_lu() const;
+  SparseLU<double>& lu() { return *facts_[cur_].lu; }
+  const SparseLU<double>& lu() const { return *facts_[cur_].lu; }
+
   Circuit& c_;
   Options opt_;
-  SparseLU<double> lu_;
-  std::vector<double> A_, b_, x_, xnew_, A_factored_;
+  std::vector<Factorization> facts_;
+  int cur_ = 0;  // the factorization solves use
+  long use_clock_ = 0;
+  bool cache_ = false;  // linear circuit: keep several (see Factorization)
+  std::vector<double> A_, b_, x_, xnew_;
   std::vector<double> q_dc_;  // size n_states: state storage for DC loads (tran points ctx.q elsewhere)
   LoadContext ctx_;
   double gdiag_ = 0.0;  // [S] gmin-stepping conductance from every node to ground

@@ -651,6 +651,19 @@ void SparseLU<T>::solve(T* b) {
   whole_.solve(b);
 }
 
+template <class T>
+double SparseLU<T>::factor_entries() const {
+  if (!factored_) return 0;
+  if (umfpack_) return umfpack_->factor_entries();
+  if constexpr (std::is_same_v<T, double>) {
+    if (split_) {
+      const double s = static_cast<double>(split_->sep.size());
+      return split_->half[0].lu.factor_entries() + split_->half[1].lu.factor_entries() + 3 * s * s;
+    }
+  }
+  return whole_.factor_entries();
+}
+
 template class SparseLU<double>;
 template class SparseLU<std::complex<double>>;
 

@@ -71,6 +71,8 @@ class KluLU {
   long refactorizations() const { return n_refactor_; }
   klu_symbolic* symbolic() { return symbolic_; }
   klu_numeric* numeric() { return numeric_; }
+  // Nonzeros of L and U of the last factorization (0 before the first).
+  double factor_entries() const { return numeric_ ? static_cast<double>(numeric_->lnz) + numeric_->unz : 0.0; }
 
  private:
   // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
@@ -153,6 +155,9 @@ class SparseLU {
   // halves are disconnected circuits).
   bool split() const { return split_ != nullptr; }
   int separator_size() const;
+  // Entries held by the current factorization (L and U of the whole matrix or of the two halves, the separator's
+  // dense blocks); 0 before the first factor(). For the caller's memory budget (NewtonSolver's cache).
+  double factor_entries() const;
   // Allows (default) or forbids the two-half evaluation; takes effect at the next analyze().
   void allow_split(bool on) { allow_split_ = on; }
 
