@@ -74,7 +74,7 @@ class NewtonSolver {
     long used = 0;          // last use (use_clock_), for the replacement
   };
   static constexpr int kMaxFactorizations = 8;
-  static constexpr double kCacheEntries = 2.5e7;  // about 300 MB of factors
+  static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
   std::unique_ptr<SparseLU<double>> new_lu() const;
   SparseLU<double>& lu() { return *facts_[cur_].lu; }
   const SparseLU<double>& lu() const { return *facts_[cur_].lu; }
