@@ -108,6 +108,10 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
     ++reused_;
   }
   facts_[cur_].used = ++use_clock_;
+  // UMFPACK refines its solutions iteratively (about one extra solve and residual each) except in a transient step,
+  // whose tolerance is the Newton's (reltol |x| + vntol): on the 256x256 crossbar transient the unrefined
+  // waveforms were within 7.7e-12 of range of the refined ones, 22% faster.
+  lu().set_refinement(ctx_.mode != LoadContext::Mode::Tran);
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
   lu().solve(xnew_.data());
   xnew_[c_.n()] = 0.0;

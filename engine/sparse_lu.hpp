@@ -155,6 +155,10 @@ class SparseLU {
   // halves are disconnected circuits).
   bool split() const { return split_ != nullptr; }
   int separator_size() const;
+  // Whether UMFPACK's solves refine iteratively (default on; KLU's never do).
+  void set_refinement(bool on) {
+    if (umfpack_) umfpack_->set_refinement(on);
+  }
   // Entries held by the current factorization (L and U of the whole matrix or of the two halves, the separator's
   // dense blocks); 0 before the first factor(). For the caller's memory budget (NewtonSolver's cache).
   double factor_entries() const;

@@ -109,6 +109,11 @@ bool UmfpackLU<T>::factor(const T* Ax) {
 }
 
 template <class T>
+void UmfpackLU<T>::set_refinement(bool on) {
+  control_[UMFPACK_IRSTEP] = on ? 2 : 0;
+}
+
+template <class T>
 void UmfpackLU<T>::solve(T* b) {
   BlasThreads blas(kBlasThreads);
   if constexpr (kReal<T>)

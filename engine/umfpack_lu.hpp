@@ -28,6 +28,8 @@ class UmfpackLU {
   // Solves A x = b in place (b size n), with up to two steps of iterative refinement against the factored A.
   void solve(T* b);
   long factorizations() const { return n_factor_; }
+  // Iterative refinement in solve() (default on, UMFPACK's default of up to 2 steps) or none.
+  void set_refinement(bool on);
   // Nonzeros of L and U (including the diagonal) of the last factorization.
   double factor_entries() const { return lu_entries_; }
 
