@@ -94,36 +94,44 @@ TEST_CASE("nn exact: Eigen alignment is the same in the fast evaluator as in eve
   CHECK(nn::fast_eval_eigen_alignment() == 1000 * EIGEN_DEFAULT_ALIGN_BYTES + EIGEN_MAX_STATIC_ALIGN_BYTES);
 }
 
-TEST_CASE("nn exact: fast evaluator equals the MNA solve on every layer output") {
+// Runs body(mode, its name, level) for both mapping modes and op-amp levels 1, 2 and 0, named in failure messages.
+template <class F>
+void each_mode_and_level(F&& body) {
   for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid})
     for (int level : {1, 2, 0}) {
       const std::string mode_s = mode_name(mode);
       CAPTURE(mode_s);
       CAPTURE(level);
-      Small s;
-      make_small(s, mode, level);
-      // Saturate one TIA per layer: a feedback resistor 40x too large (the headroom shrunk below zero).
-      for (auto& li : s.hw.layers) li.res[1 * kNumPeripheryRes + kResRf] *= 40;
-      FastEvaluator fe;
-      REQUIRE(fe.prepare(s.hw).ok());
-      // Cold: the engine's own operating-point strategy on every sample, independent of the fast path; warm:
-      // Newton started from the fast path's voltages (as used for the large model).
-      for (bool warm : {false, true}) {
-        CAPTURE(warm);
-        ReferenceReport rep;
-        const Status st = compare_reference(s.hw, fe, s.x, 4, rep, warm);
-        INFO(st.to_string());
-        REQUIRE(st.ok());
-        INFO("worst: " << rep.worst << " max abs " << rep.max_abs);
-        CHECK(rep.samples == 4);
-        CHECK(rep.max_rel <= 1e-6);
-        CHECK(rep.saturated >= 1);
-        CHECK(rep.code_mismatches == 0);
-        if (warm) CHECK(rep.newton_iterations <= 4 * 6);
-        MESSAGE(mode_s << " level " << level << (warm ? " warm" : " cold") << ": max rel diff " << rep.max_rel
-                       << ", max abs diff " << rep.max_abs << " V, " << rep.newton_iterations << " MNA Newton iterations");
-      }
+      body(mode, mode_s, level);
     }
+}
+
+TEST_CASE("nn exact: fast evaluator equals the MNA solve on every layer output") {
+  each_mode_and_level([](MappingMode mode, const std::string& mode_s, int level) {
+    Small s;
+    make_small(s, mode, level);
+    // Saturate one TIA per layer: a feedback resistor 40x too large (the headroom shrunk below zero).
+    for (auto& li : s.hw.layers) li.res[1 * kNumPeripheryRes + kResRf] *= 40;
+    FastEvaluator fe;
+    REQUIRE(fe.prepare(s.hw).ok());
+    // Cold: the engine's own operating-point strategy on every sample, independent of the fast path; warm:
+    // Newton started from the fast path's voltages (as used for the large model).
+    for (bool warm : {false, true}) {
+      CAPTURE(warm);
+      ReferenceReport rep;
+      const Status st = compare_reference(s.hw, fe, s.x, 4, rep, warm);
+      INFO(st.to_string());
+      REQUIRE(st.ok());
+      INFO("worst: " << rep.worst << " max abs " << rep.max_abs);
+      CHECK(rep.samples == 4);
+      CHECK(rep.max_rel <= 1e-6);
+      CHECK(rep.saturated >= 1);
+      CHECK(rep.code_mismatches == 0);
+      if (warm) CHECK(rep.newton_iterations <= 4 * 6);
+      MESSAGE(mode_s << " level " << level << (warm ? " warm" : " cold") << ": max rel diff " << rep.max_rel
+                     << ", max abs diff " << rep.max_abs << " V, " << rep.newton_iterations << " MNA Newton iterations");
+    }
+  });
 }
 
 TEST_CASE("nn exact: the exported deck in ngspice agrees with the fast evaluator within 0.1 mV") {
@@ -216,40 +224,36 @@ TEST_CASE("nn exact: the batched sweeps (images as SIMD lanes) give the one-imag
   // FastOptions::batch runs 8 images side by side, each lane following the one-image algorithm to the same
   // tolerance: every ADC code must be the one-image path's, in both modes, at every op-amp level, with saturated
   // TIAs, read noise, diode series resistance (level 1's config) and chunks that leave partial blocks.
-  for (MappingMode mode : {MappingMode::Analog, MappingMode::Hybrid})
-    for (int level : {1, 2, 0}) {
-      const std::string mode_s = mode_name(mode);
-      CAPTURE(mode_s);
-      CAPTURE(level);
-      Small s;
-      HardwareConfig c = small_config(mode, level);
-      c.read_noise = 2e-7;
-      REQUIRE(map_network(s.net, c, s.x, s.map).ok());
-      realize(s.map, 9, 1, s.hw);
-      for (auto& li : s.hw.layers) li.res[1 * kNumPeripheryRes + kResRf] *= 40;
-      std::vector<int> cls[2];
-      std::vector<long> codes[2];
-      long sweeps[2], newton[2];
-      for (int b : {0, 1}) {
-        FastEvaluator fe;
-        FastOptions o;
-        o.batch = b == 1;
-        o.direct = false;
-        o.chunk = 13;  // partial blocks of lanes
-        REQUIRE(fe.prepare(s.hw, o).ok());
-        REQUIRE(fe.classify(s.x, 0, static_cast<int>(s.x.rows()), 100, cls[b], &codes[b]).ok());
-        CHECK(fe.stats().failures == 0);
-        sweeps[b] = fe.stats().sweeps;
-        newton[b] = fe.stats().newton;
-      }
-      CHECK(cls[0] == cls[1]);
-      CHECK(codes[0] == codes[1]);
-      // The same algorithm lane by lane: the same work, up to rounding-level differences in a decision.
-      CHECK(std::abs(sweeps[1] - sweeps[0]) <= sweeps[0] / 50);
-      CHECK(std::abs(newton[1] - newton[0]) <= newton[0] / 20);
-      MESSAGE(mode_s << " level " << level << ": sweeps " << sweeps[0] << " / " << sweeps[1] << ", Newton "
-                     << newton[0] << " / " << newton[1]);
+  each_mode_and_level([](MappingMode mode, const std::string& mode_s, int level) {
+    Small s;
+    HardwareConfig c = small_config(mode, level);
+    c.read_noise = 2e-7;
+    REQUIRE(map_network(s.net, c, s.x, s.map).ok());
+    realize(s.map, 9, 1, s.hw);
+    for (auto& li : s.hw.layers) li.res[1 * kNumPeripheryRes + kResRf] *= 40;
+    std::vector<int> cls[2];
+    std::vector<long> codes[2];
+    long sweeps[2], newton[2];
+    for (int b : {0, 1}) {
+      FastEvaluator fe;
+      FastOptions o;
+      o.batch = b == 1;
+      o.direct = false;
+      o.chunk = 13;  // partial blocks of lanes
+      REQUIRE(fe.prepare(s.hw, o).ok());
+      REQUIRE(fe.classify(s.x, 0, static_cast<int>(s.x.rows()), 100, cls[b], &codes[b]).ok());
+      CHECK(fe.stats().failures == 0);
+      sweeps[b] = fe.stats().sweeps;
+      newton[b] = fe.stats().newton;
     }
+    CHECK(cls[0] == cls[1]);
+    CHECK(codes[0] == codes[1]);
+    // The same algorithm lane by lane: the same work, up to rounding-level differences in a decision.
+    CHECK(std::abs(sweeps[1] - sweeps[0]) <= sweeps[0] / 50);
+    CHECK(std::abs(newton[1] - newton[0]) <= newton[0] / 20);
+    MESSAGE(mode_s << " level " << level << ": sweeps " << sweeps[0] << " / " << sweeps[1] << ", Newton "
+                   << newton[0] << " / " << newton[1]);
+  });
 }
 
 TEST_CASE("nn exact: an ideal periphery is evaluated by products alone, with the sweeps' codes") {
