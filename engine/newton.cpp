@@ -74,14 +74,17 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
   };
   // A system whose values did not change keeps its LU (e.g. fixed-step transient of a linear circuit); a linear
   // circuit also finds the other matrices it factored before.
+  // Only a transient revisits matrices (a .dc or .step sweep of a linear circuit's parameter does not; there every
+  // new slot would cost a symbolic analysis and memory for nothing).
+  const bool cache = cache_ && ctx_.mode == LoadContext::Mode::Tran;
   bool same = holds(facts_[cur_]);
-  for (int k = 0; cache_ && !same && k < static_cast<int>(facts_.size()); ++k)
+  for (int k = 0; cache && !same && k < static_cast<int>(facts_.size()); ++k)
     if (k != cur_ && holds(facts_[k])) {
       cur_ = k;
       same = true;
     }
   if (!same) {
-    if (cache_ && facts_[cur_].lu->factored()) {  // keep the current one: a new slot, or the least recently used
+    if (cache && facts_[cur_].lu->factored()) {  // keep the current one: a new slot, or the least recently used
       double held = 0;
       for (const Factorization& f : facts_) held += f.lu->factor_entries();
       const double one = facts_[cur_].lu->factor_entries();

@@ -84,7 +84,7 @@ class NewtonSolver {
   std::vector<Factorization> facts_;
   int cur_ = 0;  // the factorization solves use
   long use_clock_ = 0;
-  bool cache_ = false;  // linear circuit: keep several (see Factorization)
+  bool cache_ = false;  // linear circuit: keep several in a transient (see Factorization)
   std::vector<double> A_, b_, x_, xnew_;
   std::vector<double> q_dc_;  // size n_states: state storage for DC loads (tran points ctx.q elsewhere)
   LoadContext ctx_;
