@@ -98,15 +98,22 @@ using Impl = FastEvaluator::Impl;
 // Lane b of a block's neuron inputs, for the one-image kernel functions (guess, robust_solve).
 NeuronIn lane(const NeuronInT<Vd>& v, int b) {
   NeuronIn in;
-  in.y_cc = v.y_cc[b];
+  in.y_cc = v.y_cc;
   in.lag_c = v.lag_c[b];
-  in.y_hh = v.y_hh[b];
-  in.y_hhn = v.y_hhn[b];
-  in.y_hnh = v.y_hnh[b];
-  in.y_hnhn = v.y_hnhn[b];
+  in.y_hh = v.y_hh;
+  in.y_hhn = v.y_hhn;
+  in.y_hnh = v.y_hnh;
+  in.y_hnhn = v.y_hnhn;
+  if (v.lanes) {  // the lane's own admittances and pole conductance
+    in.y_cc += v.dy_cc[b];
+    in.y_hh += v.dy_hh[b];
+    in.y_hhn += v.dy_hhn[b];
+    in.y_hnh += v.dy_hnh[b];
+    in.y_hnhn += v.dy_hnhn[b];
+  }
   in.lag_h = v.lag_h[b];
   in.lag_hn = v.lag_hn[b];
-  in.gpole = v.gpole[b];
+  in.gpole = v.lanes ? v.gpole_lanes[b] : v.gpole;
   for (int k = 0; k < 3; ++k) in.ipole[k] = v.ipole[k][b];
   in.r = v.r;
   in.vos = v.vos;
@@ -122,32 +129,41 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
   NeuronInT<Vd> in;
   in.r = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
   in.vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
-  in.y_cc = splat((*w.Ycc[l])(j, j));
-  if (w.tran) in.y_cc += w.ag0 * f.C1cc(j, j);
-  in.lag_c = B.ic[j] - in.y_cc * x[Lo.c];
+  in.y_cc = (*w.Ycc[l])(j, j);
+  if (w.tran) {
+    in.lanes = true;
+    in.dy_cc = w.ag0 * f.C1cc(j, j);
+    in.dy_hh = in.dy_hhn = in.dy_hnh = in.dy_hnhn = Vd{};
+    in.lag_c = B.ic[j] - (in.y_cc + in.dy_cc) * x[Lo.c];
+  } else {
+    in.lag_c = B.ic[j] - in.y_cc * x[Lo.c];
+  }
   if (I.noise)
     for (int b = 0; b < kLanes; ++b)
       if (w.live[b]) in.lag_c[b] -= read_noise_current(*I.hw, l, j, w.sample[b]);
   if (!B.ipole.empty()) {
-    in.gpole = w.gpole;
+    in.gpole_lanes = w.gpole;
     for (int k = 0; k < 3; ++k) in.ipole[k] = B.ipole[static_cast<size_t>(j) * 3 + k];
   }
   if (f.m->rectifier && l + 1 < l1) {
     const FastLayer& nx = I.layers[l + 1];
     const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
     const Eigen::MatrixXd& S = *w.Yxx[l + 1][bl];
-    in.y_hh = splat(S(p - off, p - off));
-    in.y_hhn = splat(S(p - off, p + 1 - off));
-    in.y_hnh = splat(S(p + 1 - off, p - off));
-    in.y_hnhn = splat(S(p + 1 - off, p + 1 - off));
+    in.y_hh = S(p - off, p - off);
+    in.y_hhn = S(p - off, p + 1 - off);
+    in.y_hnh = S(p + 1 - off, p - off);
+    in.y_hnhn = S(p + 1 - off, p + 1 - off);
+    const Impl::Batch::Layer& N = w.layers[l + 1];
     if (w.tran) {
       const Eigen::MatrixXd& CS = nx.C1xx[bl];
-      in.y_hh += w.ag0 * CS(p - off, p - off);
-      in.y_hhn += w.ag0 * CS(p - off, p + 1 - off);
-      in.y_hnh += w.ag0 * CS(p + 1 - off, p - off);
-      in.y_hnhn += w.ag0 * CS(p + 1 - off, p + 1 - off);
+      in.dy_hh = w.ag0 * CS(p - off, p - off);
+      in.dy_hhn = w.ag0 * CS(p - off, p + 1 - off);
+      in.dy_hnh = w.ag0 * CS(p + 1 - off, p - off);
+      in.dy_hnhn = w.ag0 * CS(p + 1 - off, p + 1 - off);
+      in.lag_h = N.ix[p] - (in.y_hh + in.dy_hh) * x[Lo.h] - (in.y_hhn + in.dy_hhn) * x[Lo.hn];
+      in.lag_hn = N.ix[p + 1] - (in.y_hnh + in.dy_hnh) * x[Lo.h] - (in.y_hnhn + in.dy_hnhn) * x[Lo.hn];
+      return in;
     }
-    const Impl::Batch::Layer& N = w.layers[l + 1];
     in.lag_h = N.ix[p] - in.y_hh * x[Lo.h] - in.y_hhn * x[Lo.hn];
     in.lag_hn = N.ix[p + 1] - in.y_hnh * x[Lo.h] - in.y_hnhn * x[Lo.hn];
   }

@@ -107,15 +107,20 @@ inline Layout make_layout(bool rect, int level, bool diode_rs) {
 // image of a trial; the currents are per image).
 template <class T>
 struct NeuronInT {
-  T y_cc{};                             // [S] self-admittance of the column port
+  double y_cc = 0;                      // [S] self-admittance of the column port
   T lag_c{};                            // [A] current leaving c into the array from the other ports (and noise)
-  T y_hh{}, y_hhn{}, y_hnh{}, y_hnhn{};  // next layer's row-pair self-admittance (rectifier)
+  double y_hh = 0, y_hhn = 0, y_hnh = 0, y_hnhn = 0;  // next layer's row-pair self-admittance (rectifier)
   T lag_h{}, lag_hn{};
   // Transient step (0 at DC): companion conductance ag0 * kCpole of the level-2 pole capacitors [S], and per op-amp
   // (kOpTia, kOpRect, kOpInv) the capacitor's history current [A], added to the input stage's (see
   // opamp_model::pole_voltage).
-  T gpole{};
+  double gpole = 0;
   T ipole[3] = {};
+  // A block of images at different time steps (the network transient's lanes): `lanes` set, and per lane the
+  // part ag0 C1 of each self-admittance above [S] and the pole companion conductance [S] (which then replaces
+  // gpole). Unset and unused otherwise.
+  bool lanes = false;
+  T dy_cc, dy_hh, dy_hhn, dy_hnh, dy_hnhn, gpole_lanes;
   const double* r = nullptr;            // kNumPeripheryRes resistances [ohm]
   const double* vos = nullptr;          // kNumPeripheryOps offsets [V]
 };
@@ -150,23 +155,34 @@ struct Kernel {
     };
     g2(L.c, L.y, 1.0 / in.r[kResRf]);
     J[L.c * n + L.c] += in.y_cc;
+    if (in.lanes) J[L.c * n + L.c] += in.dy_cc;
+    const T* gpl = in.lanes ? &in.gpole_lanes : nullptr;
     rhs[L.c] -= in.lag_c;
-    opamp<N>(L.c, L.y, in.gpole, in.ipole[kOpTia], L.br[kOpTia], in.vos[kOpTia], x, J, rhs, lim + 0, nolimit, noncon);
+    opamp<N>(L.c, L.y, in.gpole, gpl, in.ipole[kOpTia], L.br[kOpTia], in.vos[kOpTia], x, J, rhs, lim + 0, nolimit,
+             noncon);
     if (adc_g > 0) J[L.y * n + L.y] += adc_g;
     if (!rect) return;
     g2(L.y, L.s, 1.0 / in.r[kResR1]);
-    opamp<N>(L.s, L.a, in.gpole, in.ipole[kOpRect], L.br[kOpRect], in.vos[kOpRect], x, J, rhs, lim + 2, nolimit, noncon);
+    opamp<N>(L.s, L.a, in.gpole, gpl, in.ipole[kOpRect], L.br[kOpRect], in.vos[kOpRect], x, J, rhs, lim + 2, nolimit,
+             noncon);
     diode<N>(L.s, L.d1i, L.a, x, J, rhs, lim[6], nolimit, noncon);
     diode<N>(L.a, L.d2i, L.h, x, J, rhs, lim[7], nolimit, noncon);
     g2(L.h, L.s, 1.0 / in.r[kResR2]);
     g2(L.h, -1, 1.0 / in.r[kResRl]);
     g2(L.h, L.t, 1.0 / in.r[kResInv1]);
-    opamp<N>(L.t, L.hn, in.gpole, in.ipole[kOpInv], L.br[kOpInv], in.vos[kOpInv], x, J, rhs, lim + 4, nolimit, noncon);
+    opamp<N>(L.t, L.hn, in.gpole, gpl, in.ipole[kOpInv], L.br[kOpInv], in.vos[kOpInv], x, J, rhs, lim + 4, nolimit,
+             noncon);
     g2(L.t, L.hn, 1.0 / in.r[kResInv2]);
     J[L.h * n + L.h] += in.y_hh;
     J[L.h * n + L.hn] += in.y_hhn;
     J[L.hn * n + L.h] += in.y_hnh;
     J[L.hn * n + L.hn] += in.y_hnhn;
+    if (in.lanes) {
+      J[L.h * n + L.h] += in.dy_hh;
+      J[L.h * n + L.hn] += in.dy_hhn;
+      J[L.hn * n + L.h] += in.dy_hnh;
+      J[L.hn * n + L.hn] += in.dy_hnhn;
+    }
     rhs[L.h] -= in.lag_h;
     rhs[L.hn] -= in.lag_hn;
   }
@@ -174,7 +190,8 @@ struct Kernel {
   // Op-amp with grounded non-inverting input, inverting input inn, output out; level 2: gp, hp the pole
   // capacitor's companion conductance and history current of a transient step (0 at DC).
   template <int N, class T>
-  void opamp(int inn, int out, T gp, T hp, int br, double vos, const T* x, T* J, T* rhs, T* xold,
+  // gpl: the lanes' own pole companion conductances (lanes at different time steps), else null and gp for all.
+  void opamp(int inn, int out, double gp, const T* gpl, T hp, int br, double vos, const T* x, T* J, T* rhs, T* xold,
              Mask<T> nolimit, Mask<T>& noncon) const {
     const int n = N > 0 ? N : L.n;
     if (op.level == 0) {  // nullor: the branch current leaves `out`; branch equation v(inp) - v(inn) = 0
@@ -223,7 +240,7 @@ struct Kernel {
     const T stage = op.imax * th(vd / op.vsr, 0, ds);
     const T dstage = op.imax * ds * dvd / op.vsr;
     T dp_dstage;
-    const T vp = pole_v(stage + hp, gp, dp_dstage);
+    const T vp = gpl ? pole_v_lanes(stage + hp, *gpl, dp_dstage) : pole_v(stage + hp, gp, dp_dstage);
     rhs[inn] -= op.ib;
     T io, dp, dout;
     if (!std::isfinite(op.ilim)) {
@@ -241,20 +258,21 @@ struct Kernel {
 
   // Level 2: opamp_model::pole_voltage for this op-amp (lane-wise for a block).
   double pole_v(double stage, double gp, double& dp) const { return opamp_model::pole_voltage(op, stage, gp, dp); }
-  Vd pole_v(Vd stage, Vd gpv, Vd& dp) const {
-    if (!all(gpv == gpv[0])) {  // lanes at different time steps (network transient; every gp > 0)
-      Vd p = opamp_model::pole_explicit_lanes(op, stage, gpv, dp);
-      const Vm near = ~opamp_model::clamp_off(op, p);
-      if (any(near))
-        for (int b = 0; b < kLanes; ++b) {
-          if (!near[b]) continue;
-          double d;
-          p[b] = opamp_model::pole_voltage(op, stage[b], gpv[b], d);
-          dp[b] = d;
-        }
-      return p;
-    }
-    const double gp = gpv[0];
+  // Lanes with their own pole companion conductance gpv (every one > 0: lanes at different time steps).
+  double pole_v_lanes(double stage, double gp, double& dp) const { return pole_v(stage, gp, dp); }
+  Vd pole_v_lanes(Vd stage, Vd gpv, Vd& dp) const {
+    Vd p = opamp_model::pole_explicit_lanes(op, stage, gpv, dp);
+    const Vm near = ~opamp_model::clamp_off(op, p);
+    if (any(near))
+      for (int b = 0; b < kLanes; ++b) {
+        if (!near[b]) continue;
+        double d;
+        p[b] = opamp_model::pole_voltage(op, stage[b], gpv[b], d);
+        dp[b] = d;
+      }
+    return p;
+  }
+  Vd pole_v(Vd stage, double gp, Vd& dp) const {
     double d0;
     Vd p = opamp_model::pole_explicit(op, stage, gp, d0);
     dp = splat(d0);
@@ -716,7 +734,7 @@ struct Kernel {
       c = select(vabs(cn) < 1.0, cn, c);
       if (!rect) continue;
       // Rectifier: D2 conducts (h > 0) for y < 0, else D1.
-      const T gh = 1.0 / r[kResR2] + 1.0 / r[kResRl] + 1.0 / r[kResInv1] + in.y_hh;
+      const double gh = 1.0 / r[kResR2] + 1.0 / r[kResRl] + 1.0 / r[kResInv1] + in.y_hh;
       auto d2_on = [&](T& i1, T& hh, T& i2, T& aa) {
         i1 = diode_current(s - a);
         hh = s + r[kResR2] * ((s - y) / r[kResR1] + i1 + gin * s + ib);
