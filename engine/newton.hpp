@@ -73,7 +73,7 @@ class NewtonSolver {
     std::vector<double> A;  // the factored values (empty: none, or the factorization failed)
     long used = 0;          // last use (use_clock_), for the replacement
   };
-  static constexpr int kMaxFactorizations = 8;
+  static constexpr int kMaxFactorizations = 32;
   static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
   std::unique_ptr<SparseLU<double>> new_lu() const;
   SparseLU<double>& lu() { return *facts_[cur_].lu; }
