@@ -149,17 +149,15 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
     const FastLayer& nx = I.layers[l + 1];
     const int p = 2 * j, bl = nx.block_of_row[p], off = nx.m->row_blocks[bl];
     const Eigen::MatrixXd& S = *w.Yxx[l + 1][bl];
-    in.y_hh = S(p - off, p - off);
-    in.y_hhn = S(p - off, p + 1 - off);
-    in.y_hnh = S(p + 1 - off, p - off);
-    in.y_hnhn = S(p + 1 - off, p + 1 - off);
+    row_pair(S, p - off, in.y_hh, in.y_hhn, in.y_hnh, in.y_hnhn);
     const Impl::Batch::Layer& N = w.layers[l + 1];
     if (w.tran) {
-      const Eigen::MatrixXd& CS = nx.C1xx[bl];
-      in.dy_hh = w.ag0 * CS(p - off, p - off);
-      in.dy_hhn = w.ag0 * CS(p - off, p + 1 - off);
-      in.dy_hnh = w.ag0 * CS(p + 1 - off, p - off);
-      in.dy_hnhn = w.ag0 * CS(p + 1 - off, p + 1 - off);
+      double c[4];
+      row_pair(nx.C1xx[bl], p - off, c[0], c[1], c[2], c[3]);
+      in.dy_hh = w.ag0 * c[0];
+      in.dy_hhn = w.ag0 * c[1];
+      in.dy_hnh = w.ag0 * c[2];
+      in.dy_hnhn = w.ag0 * c[3];
       in.lag_h = N.ix[p] - (in.y_hh + in.dy_hh) * x[Lo.h] - (in.y_hhn + in.dy_hhn) * x[Lo.hn];
       in.lag_hn = N.ix[p + 1] - (in.y_hnh + in.dy_hnh) * x[Lo.h] - (in.y_hnhn + in.dy_hnhn) * x[Lo.hn];
       return in;
@@ -515,13 +513,8 @@ void FastEvaluator::Impl::load_block(Batch& w, const std::vector<Work*>& lanes,
     w.ag0[b] = s.ag0;
     w.gpole[b] = s.gpole;
   }
+  // (The block's port relations stay the DC admittances new_batch set: a transient step adds each lane's ag0 C1.)
   for (int l = 0; l < L; ++l) {
-    // The DC admittances: a transient step adds each lane's ag0 C1 itself (Batch::tran).
-    w.Ycc[l] = &layers[l].Ycc;
-    w.Ycx[l] = &layers[l].Ycx;
-    w.Yxc[l] = &layers[l].Yxc;
-    w.Yxx[l].clear();
-    for (const auto& S : layers[l].Yxx) w.Yxx[l].push_back(&S);
     Batch::Layer& B = w.layers[l];
     const bool pole = !first->ipole.empty();
     B.ipole.assign(pole ? first->ipole[l].size() : 0, Vd{});

@@ -12,6 +12,14 @@
 
 namespace anasim::nn::fast {
 
+// The 2x2 block of S at rows and columns (r, r + 1): a rectifier's row pair (h, hn) in the next layer's row block.
+inline void row_pair(const Eigen::MatrixXd& S, int r, double& hh, double& hhn, double& hnh, double& hnhn) {
+  hh = S(r, r);
+  hhn = S(r, r + 1);
+  hnh = S(r + 1, r);
+  hnhn = S(r + 1, r + 1);
+}
+
 // One layer, prepared for a trial.
 struct FastLayer {
   const LayerMapping* m = nullptr;

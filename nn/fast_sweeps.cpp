@@ -117,10 +117,7 @@ NeuronIn FastEvaluator::Impl::inputs(const Work& w, int l, int j, int l1, std::u
     const FastLayer& nx = layers[l + 1];
     const int p = 2 * j, b = nx.block_of_row[p], off = nx.m->row_blocks[b];
     const Eigen::MatrixXd& S = *w.Yxx[l + 1][b];
-    in.y_hh = S(p - off, p - off);
-    in.y_hhn = S(p - off, p + 1 - off);
-    in.y_hnh = S(p + 1 - off, p - off);
-    in.y_hnhn = S(p + 1 - off, p + 1 - off);
+    row_pair(S, p - off, in.y_hh, in.y_hhn, in.y_hnh, in.y_hnhn);
     in.lag_h = w.ix[l + 1][p] - in.y_hh * x[Lo.h] - in.y_hhn * x[Lo.hn];
     in.lag_hn = w.ix[l + 1][p + 1] - in.y_hnh * x[Lo.h] - in.y_hnhn * x[Lo.hn];
   }
