@@ -212,52 +212,45 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     return f.kernel.pole_of(x[inn], vos, gp, hp);
   };
 
-  // One of a layer's port relations (the admittances Y or the moments C1) applied to the unknown-dependent port
-  // voltages: oc at the columns (a DAC layer: its columns' part only), ox at free rows (not for DAC layers).
-  auto apply = [&](const Lane& ln, const Work& ws, int l, double rr, const MatrixXd& Mcc, const MatrixXd& Mcx,
-                   const MatrixXd& Mxc, const std::vector<MatrixXd>& Mxx, VectorXd& oc, VectorXd& ox) {
-    const FastLayer& f = I.layers[l];
-    const VectorXd c = col_volts(ws, l);
-    oc.noalias() = Mcc * c;
-    if (lr[l].dac) return;
-    const VectorXd vx = row_volts(ln, ws, l, rr);
-    oc.noalias() += Mcx * vx;
-    ox = block_mv(Mxx, f.m->row_blocks, vx);
-    ox.noalias() += Mxc * c;
-  };
-  // The charge products C1 v of the lanes `group` at ramp position rr into their pr0 (qc, qx): one matrix product
-  // per relation for all of them (the matrices are read once per step, not once per lane).
+  // One of the layers' port relations (the admittances Y, or the moments C1 when `moments`) applied to the
+  // unknown-dependent port voltages of the lanes `group` (at each lane's ramp position rr), into their pr0: member
+  // oc at the columns (a DAC layer: its columns' part only), ox at free rows (not for DAC layers). One matrix
+  // product per relation for all of them (the matrices are read once per step, not once per lane), always kLanes
+  // columns wide (unused ones zero): a product's columns are then computed the same way whatever the group, so that
+  // an image's result does not depend on the images beside it.
   std::vector<MatrixXd> Vc(L), Vx(L), Oc(L), Ox(L);
-  // The products always have kLanes columns (unused ones zero): a matrix product's columns are then computed the
-  // same way whatever the group, so that an image's result does not depend on the images beside it.
-  auto charge_products = [&](const std::vector<Lane*>& group) {  // at each lane's ramp position rr
+  auto port_products = [&](const std::vector<Lane*>& group, bool moments, VectorXd Products::*oc,
+                           VectorXd Products::*ox) {
     const int m = static_cast<int>(group.size());
     for (int l = 0; l < L; ++l) {
       const FastLayer& f = I.layers[l];
       const LayerRun& r = lr[l];
+      const MatrixXd &Mcc = moments ? f.C1cc : f.Ycc, &Mcx = moments ? f.C1cx : f.Ycx,
+                     &Mxc = moments ? f.C1xc : f.Yxc;
+      const std::vector<MatrixXd>& Mxx = moments ? f.C1xx : f.Yxx;
       Vc[l].setZero(r.C, kLanes);
       for (int i = 0; i < m; ++i) Vc[l].col(i) = col_volts(group[i]->w, l);
-      Oc[l].noalias() = f.C1cc * Vc[l];
+      Oc[l].noalias() = Mcc * Vc[l];
       if (!r.dac) {
         Vx[l].setZero(r.P, kLanes);
         for (int i = 0; i < m; ++i) Vx[l].col(i) = row_volts(*group[i], group[i]->w, l, group[i]->rr);
-        Oc[l].noalias() += f.C1cx * Vx[l];
+        Oc[l].noalias() += Mcx * Vx[l];
         Ox[l].resize(r.P, kLanes);
         for (size_t b = 0; b + 1 < f.m->row_blocks.size(); ++b) {
           const int r0 = f.m->row_blocks[b], nr = f.m->row_blocks[b + 1] - r0;
-          Ox[l].middleRows(r0, nr).noalias() = f.C1xx[b] * Vx[l].middleRows(r0, nr);
+          Ox[l].middleRows(r0, nr).noalias() = Mxx[b] * Vx[l].middleRows(r0, nr);
         }
-        Ox[l].noalias() += f.C1xc * Vc[l];
+        Ox[l].noalias() += Mxc * Vc[l];
       }
       for (int i = 0; i < m; ++i) {
         Products& p = group[i]->pr0[l];
-        p.qc = Oc[l].col(i);
-        if (!r.dac) p.qx = Ox[l].col(i);
+        p.*oc = Oc[l].col(i);
+        if (!r.dac) p.*ox = Ox[l].col(i);
       }
     }
   };
-  // States of the lane's Work into q (charges) and a (aux), with the charge products already in pr0
-  // (charge_products); pole voltages into pv.
+  // States of the lane's Work into q (charges) and a (aux), with the charge products already in pr0 (qc, qx:
+  // port_products of the moments); pole voltages into pv.
   auto charges = [&](Lane& ln, double rr, double gp, const double* hist, double* q, double* a) {
     const Work& ws = ln.w;
     for (int l = 0; l < L; ++l) {
@@ -302,14 +295,6 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       }
     }
   };
-  // The conductive products computed directly (at t = 0, after charges()).
-  auto exact_conductive = [&](Lane& ln, double rr) {
-    for (int l = 0; l < L; ++l) {
-      const FastLayer& f = I.layers[l];
-      apply(ln, ln.w, l, rr, f.Ycc, f.Ycx, f.Yxc, f.Yxx, ln.pr0[l].gc, ln.pr0[l].gx);
-    }
-  };
-
   // Absorbed powers [W] by component at the lane's state (pole voltages pv), ramp rr; iaux (per aux state): the
   // derivatives of the step (null at DC). The arrays absorb what their ports deliver: at the
   // columns and free rows the currents the sweeps keep (ws.ic, ws.ix: conductive and capacitive); a DAC layer's
@@ -491,11 +476,11 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     ln.ctx.q = ln.integ.q0().data();
     ln.actx.q = ln.aux.q0().data();
     ln.rr = 0.0;
-    charge_products({&ln});
+    port_products({&ln}, true, &Products::qc, &Products::qx);
     charges(ln, 0.0, 0.0, nullptr, ln.ctx.q, ln.actx.q);
     ln.integ.start_from_dc(ln.ctx);
     ln.aux.start_from_dc(ln.actx);
-    exact_conductive(ln, 0.0);
+    port_products({&ln}, false, &Products::gc, &Products::gx);  // the conductive products, directly at t = 0
     ln.pr1 = ln.pr0;
     ln.pr2 = ln.pr0;
     Work& w = ln.w;
@@ -684,7 +669,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     group.clear();
     for (Lane& ln : lanes)
       if (ln.active && !ln.w.failed) group.push_back(&ln);
-    if (!group.empty()) charge_products(group);
+    if (!group.empty()) port_products(group, true, &Products::qc, &Products::qx);
     // Every slot: accept or reject its attempt, as run() for one image.
     for (Lane& ln : lanes) {
       if (!ln.active) continue;
