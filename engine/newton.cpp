@@ -89,7 +89,7 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
       for (const Factorization& f : facts_) held += f.lu->factor_entries();
       const double one = facts_[cur_].lu->factor_entries();
       if (static_cast<int>(facts_.size()) < kMaxFactorizations && held + one <= kCacheEntries) {
-        facts_.push_back({new_lu(), {}, 0});
+        facts_.push_back({facts_[cur_].lu->sibling(), {}, 0});
         cur_ = static_cast<int>(facts_.size()) - 1;
       } else if (facts_.size() > 1) {
         int lru = 0;

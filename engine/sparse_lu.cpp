@@ -603,6 +603,25 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
 }
 
 template <class T>
+std::unique_ptr<SparseLU<T>> SparseLU<T>::sibling() const {
+  auto s = std::make_unique<SparseLU<T>>();
+  s->hint_ = hint_;
+  s->single_ = single_;
+  s->allow_split_ = allow_split_;
+  s->solver_ = solver_;
+  if (umfpack_ && umfpack_->analyzed()) {
+    s->n_ = n_;
+    s->Ap_ = Ap_;
+    s->Ai_ = Ai_;
+    s->umfpack_ = std::make_unique<UmfpackLU<T>>();
+    s->umfpack_->share_analysis(*umfpack_);
+    return s;
+  }
+  s->analyze(n_, Ap_, Ai_);
+  return s;
+}
+
+template <class T>
 bool SparseLU<T>::factor_whole(const T* Ax) {
   if (!whole_analyzed_) {
     whole_analyzed_ = whole_.analyze(n_, Ap_, Ai_);

@@ -129,6 +129,9 @@ class SparseLU {
   // once and its smaller fill every time (the shipped 784-128-10 network's transient netlist, 411,534 unknowns:
   // 0.9 s of CPU per factorization on METIS's order against 2.9-3.3 s on AMD's). Default false.
   void set_single_factorization(bool once) { single_ = once; }
+  // A new solver for this one's pattern and settings, analyzed: with UMFPACK its analysis is shared (one symbolic
+  // analysis for every factorization NewtonSolver's cache holds), otherwise it is repeated. Unfactored.
+  std::unique_ptr<SparseLU> sibling() const;
   // Auto's choice for pattern (n, Ap, Ai): whether UMFPACK's factorization is worth it (see the file comment).
   static bool prefers_multifrontal(int n, const int* Ap, const int* Ai);
   // The solver the last analyze() chose: Klu or Umfpack.

@@ -1,5 +1,6 @@
 // UMFPACK wrapper (see umfpack_lu.hpp). The real and complex variants differ only in which umfpack_di_ /
-// umfpack_zi_ calls they make; complex values are passed packed (Az = nullptr).
+// umfpack_zi_ calls they make (umfpack_dl_ / umfpack_zl_ with 64-bit indices); complex values are passed packed
+// (Az = nullptr).
 #include "engine/umfpack_lu.hpp"
 #include <algorithm>
 #include <amd.h>
@@ -15,7 +16,8 @@ constexpr bool kReal = std::is_same_v<T, double>;
 
 // OpenMP threads the BLAS (OpenBLAS, OpenMP build) may use inside UMFPACK. One: with another process on the
 // second core, OpenBLAS's spinning threads made the numeric factorization of the 784x128 crossbar 11 times
-// slower than on one thread (11.8 s against 1.08 s, load average 14); its fronts are too small to gain much.
+// slower than on one thread (11.8 s against 1.08 s, load average 14); its fronts are too small to gain much
+// (the 1024x1024 crossbar on a quiet machine: 19.6 s of CPU on one thread, 30.5 s on two for the same wall time).
 constexpr int kBlasThreads = 1;
 
 // Sets the OpenMP thread count (which OpenBLAS reads at each call) for its lifetime.
@@ -32,6 +34,8 @@ template <class T>
 double* raw(T* p) {
   return reinterpret_cast<double*>(p);
 }
+
+using Long = SuiteSparse_long;
 }  // namespace
 
 template <class T>
@@ -47,44 +51,81 @@ UmfpackLU<T>::UmfpackLU() : control_(UMFPACK_CONTROL), info_(UMFPACK_INFO) {
 template <class T>
 UmfpackLU<T>::~UmfpackLU() {
   free_numeric();
-  if (symbolic_) {
-    if constexpr (kReal<T>) umfpack_di_free_symbolic(&symbolic_);
-    else umfpack_zi_free_symbolic(&symbolic_);
-  }
 }
 
 template <class T>
 void UmfpackLU<T>::free_numeric() {
   if (!numeric_) return;
-  if constexpr (kReal<T>) umfpack_di_free_numeric(&numeric_);
-  else umfpack_zi_free_numeric(&numeric_);
+  if constexpr (kReal<T>) long_ ? umfpack_dl_free_numeric(&numeric_) : umfpack_di_free_numeric(&numeric_);
+  else long_ ? umfpack_zl_free_numeric(&numeric_) : umfpack_zi_free_numeric(&numeric_);
   numeric_ = nullptr;
 }
 
 template <class T>
 bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* order) {
   free_numeric();
-  if (symbolic_) {
-    if constexpr (kReal<T>) umfpack_di_free_symbolic(&symbolic_);
-    else umfpack_zi_free_symbolic(&symbolic_);
-  }
+  symbolic_.reset();
+  long_pattern_.reset();
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
+  long_ = force_long_ || n >= kLongIndexMinUnknowns;
   control_[UMFPACK_ORDERING] = order ? UMFPACK_ORDERING_GIVEN : UMFPACK_ORDERING_METIS;
   int status;
-  if constexpr (kReal<T>)
-    status = umfpack_di_qsymbolic(n, n, Ap, Ai, nullptr, order, &symbolic_, control_.data(), info_.data());
-  else
-    status = umfpack_zi_qsymbolic(n, n, Ap, Ai, nullptr, nullptr, order, &symbolic_, control_.data(), info_.data());
+  void* sym = nullptr;
+  if (long_) {
+    // The pattern (and order) as 64-bit indices, kept for the factorizations and solves (and shared by siblings).
+    auto lp = std::make_shared<LongPattern>();
+    lp->Ap.assign(Ap, Ap + n + 1);
+    lp->Ai.assign(Ai, Ai + Ap[n]);
+    std::vector<Long> lorder;
+    if (order) lorder.assign(order, order + n);
+    const Long* q = order ? lorder.data() : nullptr;
+    if constexpr (kReal<T>)
+      status = umfpack_dl_qsymbolic(n, n, lp->Ap.data(), lp->Ai.data(), nullptr, q, &sym, control_.data(),
+                                    info_.data());
+    else
+      status = umfpack_zl_qsymbolic(n, n, lp->Ap.data(), lp->Ai.data(), nullptr, nullptr, q, &sym, control_.data(),
+                                    info_.data());
+    long_pattern_ = std::move(lp);
+  } else {
+    if constexpr (kReal<T>)
+      status = umfpack_di_qsymbolic(n, n, Ap, Ai, nullptr, order, &sym, control_.data(), info_.data());
+    else
+      status = umfpack_zi_qsymbolic(n, n, Ap, Ai, nullptr, nullptr, order, &sym, control_.data(), info_.data());
+  }
   if (status != UMFPACK_OK) {
-    symbolic_ = nullptr;
+    long_pattern_.reset();
     return false;
   }
-  wi_.resize(n);
-  w_.resize((kReal<T> ? 5 : 10) * static_cast<size_t>(n));
-  x_.resize(n);
+  const bool lng = long_;
+  symbolic_.reset(sym, [lng](void* p) {
+    if constexpr (kReal<T>) lng ? umfpack_dl_free_symbolic(&p) : umfpack_di_free_symbolic(&p);
+    else lng ? umfpack_zl_free_symbolic(&p) : umfpack_zi_free_symbolic(&p);
+  });
+  workspace();
   return true;
+}
+
+template <class T>
+void UmfpackLU<T>::workspace() {
+  if (long_) wl_.resize(n_);
+  else wi_.resize(n_);
+  w_.resize((kReal<T> ? 5 : 10) * static_cast<size_t>(n_));
+  x_.resize(n_);
+}
+
+template <class T>
+void UmfpackLU<T>::share_analysis(const UmfpackLU& o) {
+  free_numeric();
+  n_ = o.n_;
+  Ap_ = o.Ap_;
+  Ai_ = o.Ai_;
+  long_ = o.long_;
+  long_pattern_ = o.long_pattern_;
+  control_ = o.control_;
+  symbolic_ = o.symbolic_;
+  workspace();
 }
 
 template <class T>
@@ -93,12 +134,20 @@ bool UmfpackLU<T>::factor(const T* Ax) {
   free_numeric();
   ax_.assign(Ax, Ax + Ap_[n_]);
   BlasThreads blas(kBlasThreads);
+  void* sym = symbolic_.get();
   int status;
-  if constexpr (kReal<T>)
-    status = umfpack_di_numeric(Ap_, Ai_, ax_.data(), symbolic_, &numeric_, control_.data(), info_.data());
-  else
-    status = umfpack_zi_numeric(Ap_, Ai_, raw(ax_.data()), nullptr, symbolic_, &numeric_, control_.data(),
-                                info_.data());
+  if (long_) {
+    const Long *lp = long_pattern_->Ap.data(), *li = long_pattern_->Ai.data();
+    if constexpr (kReal<T>)
+      status = umfpack_dl_numeric(lp, li, ax_.data(), sym, &numeric_, control_.data(), info_.data());
+    else
+      status = umfpack_zl_numeric(lp, li, raw(ax_.data()), nullptr, sym, &numeric_, control_.data(), info_.data());
+  } else {
+    if constexpr (kReal<T>)
+      status = umfpack_di_numeric(Ap_, Ai_, ax_.data(), sym, &numeric_, control_.data(), info_.data());
+    else
+      status = umfpack_zi_numeric(Ap_, Ai_, raw(ax_.data()), nullptr, sym, &numeric_, control_.data(), info_.data());
+  }
   ++n_factor_;
   if (status != UMFPACK_OK) {  // UMFPACK_WARNING_singular_matrix keeps a Numeric object; it is of no use here
     free_numeric();
@@ -116,12 +165,21 @@ void UmfpackLU<T>::set_refinement(bool on) {
 template <class T>
 void UmfpackLU<T>::solve(T* b) {
   BlasThreads blas(kBlasThreads);
-  if constexpr (kReal<T>)
-    umfpack_di_wsolve(UMFPACK_A, Ap_, Ai_, ax_.data(), x_.data(), b, numeric_, control_.data(), info_.data(),
-                      wi_.data(), w_.data());
-  else
-    umfpack_zi_wsolve(UMFPACK_A, Ap_, Ai_, raw(ax_.data()), nullptr, raw(x_.data()), nullptr, raw(b), nullptr,
-                      numeric_, control_.data(), info_.data(), wi_.data(), w_.data());
+  double *c = control_.data(), *in = info_.data();
+  if (long_) {
+    const Long *lp = long_pattern_->Ap.data(), *li = long_pattern_->Ai.data();
+    if constexpr (kReal<T>)
+      umfpack_dl_wsolve(UMFPACK_A, lp, li, ax_.data(), x_.data(), b, numeric_, c, in, wl_.data(), w_.data());
+    else
+      umfpack_zl_wsolve(UMFPACK_A, lp, li, raw(ax_.data()), nullptr, raw(x_.data()), nullptr, raw(b), nullptr,
+                        numeric_, c, in, wl_.data(), w_.data());
+  } else {
+    if constexpr (kReal<T>)
+      umfpack_di_wsolve(UMFPACK_A, Ap_, Ai_, ax_.data(), x_.data(), b, numeric_, c, in, wi_.data(), w_.data());
+    else
+      umfpack_zi_wsolve(UMFPACK_A, Ap_, Ai_, raw(ax_.data()), nullptr, raw(x_.data()), nullptr, raw(b), nullptr,
+                        numeric_, c, in, wi_.data(), w_.data());
+  }
   std::copy(x_.begin(), x_.end(), b);
 }
 

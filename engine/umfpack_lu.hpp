@@ -4,7 +4,9 @@
 // SparseLU (sparse_lu.hpp) chooses it over KLU for large matrices whose factors fill in (grid-like arrays).
 #pragma once
 #include <complex>
+#include <memory>
 #include <vector>
+#include <SuiteSparse_config.h>
 
 namespace anasim {
 
@@ -17,11 +19,28 @@ class UmfpackLU {
   UmfpackLU(const UmfpackLU&) = delete;
   UmfpackLU& operator=(const UmfpackLU&) = delete;
 
+  // From this many unknowns UMFPACK runs with 64-bit indices (umfpack_dl_, umfpack_zl_). With 32-bit ones its
+  // numeric factorization resets a counter that grows by n + 1 per frontal matrix before it overflows, every
+  // ~2^31 / n fronts, by a pass over all elements created so far: work growing as (fronts)^2 n / 2^31. On the
+  // 1024x1024 crossbar (2.1 million unknowns) that pass (in umf_create_element) was 53% of the run: the operating
+  // point took 21.5 s, with 64-bit indices 11.7 s (peak memory 2.46 -> 3.14 GB). Below, 32-bit indices measured as
+  // fast or faster and smaller: the 512x512 crossbar op (526,848 unknowns) 2.3-2.4 s either way, 592 MB against
+  // 762 MB; the 256x256 crossbar transient (132,352 unknowns, 1,197 solves) 38.3 s against 40.7 s.
+  static constexpr int kLongIndexMinUnknowns = 1 << 20;
+
   // Symbolic analysis (symmetric strategy) of pattern (Ap size n+1, Ai size nnz) on the fill-reducing order
   // `order` (size n, a permutation: order[k] = the unknown eliminated k-th) or, without one, on METIS nested
   // dissection of A + A^T; the arrays must outlive this object (order need not). Returns false if UMFPACK
   // rejects the pattern (or the order) or runs out of memory.
   bool analyze(int n, const int* Ap, const int* Ai, const int* order = nullptr);
+  // The analysis of `o` (analyzed) shared instead of repeated: its Symbolic object (read-only in every numeric
+  // factorization) and pattern, this object's factorizations its own. For several factorizations of one pattern
+  // held at once (NewtonSolver's cache): a symbolic analysis with METIS costs about a numeric factorization.
+  void share_analysis(const UmfpackLU& o);
+  bool analyzed() const { return symbolic_ != nullptr; }
+  // 64-bit indices from the next analyze() whatever the size (for tests of that path); default off.
+  void force_long_indices(bool on) { force_long_ = on; }
+  bool long_indices() const { return long_; }
   // Numeric factorization of values Ax (size nnz), kept (copied) for the iterative refinement of solve().
   // Returns false if the matrix is singular (or memory runs out).
   bool factor(const T* Ax);
@@ -38,11 +57,19 @@ class UmfpackLU {
   int n_ = 0;
   const int* Ap_ = nullptr;
   const int* Ai_ = nullptr;
+  struct LongPattern {        // the pattern with 64-bit indices (kLongIndexMinUnknowns)
+    std::vector<SuiteSparse_long> Ap, Ai;
+  };
+  void workspace();            // sizes the solve workspace for n_
+  bool long_ = false;          // 64-bit indices
+  bool force_long_ = false;
+  std::shared_ptr<const LongPattern> long_pattern_;
   std::vector<T> ax_;          // size nnz: the factored values (refinement reads them)
   std::vector<double> control_, info_;
-  void* symbolic_ = nullptr;
+  std::shared_ptr<void> symbolic_;  // UMFPACK's Symbolic object, shared by share_analysis
   void* numeric_ = nullptr;
-  std::vector<int> wi_;        // size n: solve workspace
+  std::vector<int> wi_;        // size n: solve workspace (32-bit indices)
+  std::vector<SuiteSparse_long> wl_;  // size n: solve workspace (64-bit indices)
   std::vector<double> w_;      // size 5n (real) or 10n (complex): solve workspace
   std::vector<T> x_;           // size n: solution before it is copied back into b
   long n_factor_ = 0;

@@ -304,6 +304,70 @@ TEST_CASE("sparse LU: UMFPACK solves what KLU solves, real and complex, and refa
   CHECK(worst / big < 1e-11);
 }
 
+TEST_CASE("sparse LU: UMFPACK with 64-bit indices and with a shared analysis solves what it solves alone") {
+  const Csc A = mna_grid(60, 40, 1e-2), A2 = mna_grid(60, 40, 3e-2);
+  std::vector<double> b(A.rows(), 0.0);
+  for (int k = 0; k < 40; ++k) b[60 * 40 + k] = 0.1 + 0.01 * k;
+  b[777] = 1e-3;
+  const int n = static_cast<int>(A.rows());
+  auto solve = [&](UmfpackLU<double>& lu, const Csc& M) {
+    REQUIRE(lu.factor(M.valuePtr()));
+    std::vector<double> x = b;
+    lu.solve(x.data());
+    return x;
+  };
+  UmfpackLU<double> narrow, wide;
+  wide.force_long_indices(true);
+  REQUIRE(narrow.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+  REQUIRE(wide.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+  CHECK_FALSE(narrow.long_indices());
+  CHECK(wide.long_indices());
+  const std::vector<double> x1 = solve(narrow, A);
+  CHECK(max_rel_diff(x1, solve(wide, A)) < 1e-13);
+  Eigen::Map<const Eigen::VectorXd> xs(x1.data(), n), bs(b.data(), n);
+  CHECK((A * xs - bs).norm() / bs.norm() < 1e-13);
+  const std::vector<double> x2 = solve(narrow, A2);
+  // Siblings share the analysis (and keep it when the object that made it is gone); each holds its own factors.
+  for (bool lng : {false, true}) {
+    auto first = std::make_unique<UmfpackLU<double>>();
+    first->force_long_indices(lng);
+    REQUIRE(first->analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+    UmfpackLU<double> second;
+    second.share_analysis(*first);
+    CHECK(second.long_indices() == lng);
+    const std::vector<double> y1 = solve(*first, A);
+    const std::vector<double> y2 = solve(second, A2);
+    first.reset();
+    std::vector<double> again = b;
+    second.solve(again.data());
+    CHECK(max_rel_diff(y1, x1) < 1e-13);
+    CHECK(max_rel_diff(y2, x2) < 1e-13);
+    CHECK(again == y2);  // the same factors as before the first object went
+  }
+  // Complex values (AC) with 64-bit indices.
+  using cplx = std::complex<double>;
+  std::vector<cplx> az(A.nonZeros()), bz(n), yn, yw;
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
+      az[p] = {A.valuePtr()[p], A.innerIndexPtr()[p] == c ? 1e-4 : 0.0};
+  for (int k = 0; k < n; ++k) bz[k] = {b[k], 0.5 * b[k]};
+  for (bool lng : {false, true}) {
+    UmfpackLU<cplx> z;
+    z.force_long_indices(lng);
+    REQUIRE(z.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+    REQUIRE(z.factor(az.data()));
+    std::vector<cplx> y = bz;
+    z.solve(y.data());
+    (lng ? yw : yn) = y;
+  }
+  double worst = 0, big = 0;
+  for (int k = 0; k < n; ++k) {
+    worst = std::max(worst, std::abs(yn[k] - yw[k]));
+    big = std::max(big, std::abs(yn[k]));
+  }
+  CHECK(worst / big < 1e-13);
+}
+
 TEST_CASE("sparse LU: UMFPACK names a singular unknown through KLU") {
   Csc A = mna_grid(60, 40, 1e-2);
   const int dead = 1234;
