@@ -35,6 +35,7 @@ class Vcvs : public Device {
     A[br_cn_] += T(gain_);
   }
   void load(LoadContext& ctx) override { stamp(ctx.A); }
+  RhsSplit rhs_split() const override { return RhsSplit::MatrixOnly; }
   void load_ac(AcLoadContext& ctx) override { stamp(ctx.A); }
   void voltage_edges(std::vector<NodePair>& out) const override { out.emplace_back(nodes_[0], nodes_[1]); }
  private:
@@ -53,6 +54,7 @@ class Vccs : public Device {
     g_.declare(p, p.unknown(nodes_[0]), p.unknown(nodes_[1]), p.unknown(nodes_[2]), p.unknown(nodes_[3]));
   }
   void load(LoadContext& ctx) override { g_.stamp(ctx.A, gm_); }
+  RhsSplit rhs_split() const override { return RhsSplit::MatrixOnly; }
   void load_ac(AcLoadContext& ctx) override { g_.stamp(ctx.A, std::complex<double>(gm_)); }
  private:
   std::vector<NodeId> nodes_;
@@ -71,6 +73,7 @@ class Cccs : public Device {
   }
   template <class T> void stamp(T* A) const { A[p_c_] += T(gain_); A[n_c_] -= T(gain_); }
   void load(LoadContext& ctx) override { stamp(ctx.A); }
+  RhsSplit rhs_split() const override { return RhsSplit::MatrixOnly; }
   void load_ac(AcLoadContext& ctx) override { stamp(ctx.A); }
  private:
   std::vector<NodeId> nodes_;
@@ -90,6 +93,7 @@ class Ccvs : public Device {
   }
   template <class T> void stamp(T* A) const { b_.stamp_incidence(A); A[br_c_] -= T(gain_); }
   void load(LoadContext& ctx) override { stamp(ctx.A); }
+  RhsSplit rhs_split() const override { return RhsSplit::MatrixOnly; }
   void load_ac(AcLoadContext& ctx) override { stamp(ctx.A); }
   void voltage_edges(std::vector<NodePair>& out) const override { out.emplace_back(nodes_[0], nodes_[1]); }
  private:

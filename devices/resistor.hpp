@@ -27,6 +27,7 @@ class Resistor : public Device {
   void load(LoadContext& ctx) override;
   void load_ac(AcLoadContext& ctx) override;
   void set_temperature(const Temperature& t) override;
+  RhsSplit rhs_split() const override { return RhsSplit::MatrixOnly; }
   void dc_paths(std::vector<NodePair>& out) const override { out.emplace_back(p_, n_); }
   double conductance() const { return g_; }  // [S]
  private:

@@ -118,6 +118,14 @@ class Device {
   virtual bool nonlinear() const { return false; }
   // Stamps the linearised equations at ctx.x. Must not allocate.
   virtual void load(LoadContext& ctx) = 0;
+  // How load()'s transient stamps split (NewtonSolver's linear transients, whose matrix then depends on ctx.ag0
+  // alone: a step whose ag0 it has factored before stamps only the right-hand side). No (default): they do not.
+  // Rhs: the matrix stamps depend on nothing but ctx.ag0 and the device's parameters, and load_rhs() writes exactly
+  // what load() writes outside the matrix (ctx.b, ctx.q, the device's own bookkeeping), the same values in the same
+  // order. MatrixOnly: as Rhs, with nothing written outside the matrix (load_rhs() is not called).
+  enum class RhsSplit { No, Rhs, MatrixOnly };
+  virtual RhsSplit rhs_split() const { return RhsSplit::No; }
+  virtual void load_rhs(LoadContext&) {}
   // Writes the device's integration states (ctx.q: charge [C], flux [Wb]) at ctx.x as load() would, without
   // stamping; called only on devices that allocated states, after the single solve of a linear circuit's
   // Newton step. Default: load() (its stamps are discarded).

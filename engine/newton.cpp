@@ -17,6 +17,13 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   facts_.resize(1);
   facts_[0].lu = new_lu();
   cache_ = !c.nonlinear();
+  split_ = !c.nonlinear();
+  for (const auto& d : c.devices()) {
+    const Device::RhsSplit s = d->rhs_split();
+    split_ = split_ && s != Device::RhsSplit::No;
+    if (s == Device::RhsSplit::Rhs) rhs_devices_.push_back(d.get());
+  }
+  if (!split_) rhs_devices_.clear();
   ctx_.A = A_.data();
   ctx_.b = b_.data();
   ctx_.x = x_.data();
@@ -38,6 +45,7 @@ std::unique_ptr<SparseLU<double>> NewtonSolver::new_lu() const {
 }
 
 void NewtonSolver::load() {
+  a_stale_ = false;
   std::fill(A_.begin(), A_.end(), 0.0);
   std::fill(b_.begin(), b_.end(), 0.0);
   ctx_.x = x_.data();
@@ -111,10 +119,34 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
     ++reused_;
   }
   facts_[cur_].used = ++use_clock_;
+  facts_[cur_].keyed = split_ && ctx_.mode == LoadContext::Mode::Tran && gdiag_ == 0 && forced_.empty() && !meter_;
+  facts_[cur_].ag0 = ctx_.ag0;
   // UMFPACK refines its solutions iteratively (about one extra solve and residual each) except in a transient step,
   // whose tolerance is the Newton's (reltol |x| + vntol): on the 256x256 crossbar transient the unrefined
   // waveforms were within 7.7e-12 of range of the refined ones, 22% faster.
   lu().set_refinement(ctx_.mode != LoadContext::Mode::Tran);
+  std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
+  lu().solve(xnew_.data());
+  xnew_[c_.n()] = 0.0;
+  return true;
+}
+
+bool NewtonSolver::rhs_only_step() {
+  if (!split_ || meter_ || ctx_.mode != LoadContext::Mode::Tran || gdiag_ > 0 || !forced_.empty()) return false;
+  int k = -1;
+  for (int i = 0; i < static_cast<int>(facts_.size()) && k < 0; ++i)
+    if (facts_[i].keyed && facts_[i].ag0 == ctx_.ag0 && !facts_[i].A.empty() && facts_[i].lu->factored()) k = i;
+  if (k < 0) return false;
+  std::fill(b_.begin(), b_.end(), 0.0);
+  ctx_.x = x_.data();
+  ctx_.A = A_.data();  // (not written: load_rhs stamps no matrix)
+  ctx_.b = b_.data();
+  for (Device* d : rhs_devices_) d->load_rhs(ctx_);
+  a_stale_ = true;
+  cur_ = k;
+  facts_[cur_].used = ++use_clock_;
+  ++reused_;
+  lu().set_refinement(false);  // a transient solve (see factor_and_solve)
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
   lu().solve(xnew_.data());
   xnew_[c_.n()] = 0.0;
@@ -154,10 +186,14 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
     ctx_.noncon = false;
     ctx_.init_junctions = init_junctions && iter == 1;
     ctx_.domain_error.clear();
-    load();
-    domain_error_ = ctx_.domain_error;
     std::string err;
-    if (!factor_and_solve(err)) return numerical_error(err);
+    if (!rhs_only_step()) {
+      load();
+      domain_error_ = ctx_.domain_error;
+      if (!factor_and_solve(err)) return numerical_error(err);
+    } else {
+      domain_error_ = ctx_.domain_error;
+    }
     double norm = 0.0;
     for (int u = 0; u < n; ++u) {
       if (!std::isfinite(xnew_[u]))
@@ -295,8 +331,9 @@ double NewtonSolver::kcl_residual() const {
   const auto& Ap = c_.Ap();
   const auto& Ai = c_.Ai();
   std::vector<double> r(b_.begin(), b_.begin() + n);
+  const double* A = a_stale_ ? facts_[cur_].A.data() : A_.data();
   for (int j = 0; j < n; ++j)
-    for (int p = Ap[j]; p < Ap[j + 1]; ++p) r[Ai[p]] -= A_[p] * x_[j];
+    for (int p = Ap[j]; p < Ap[j + 1]; ++p) r[Ai[p]] -= A[p] * x_[j];
   double worst = 0.0;
   for (int i = 0; i < n; ++i)
     if (c_.unknowns()[i].is_node) worst = std::max(worst, std::fabs(r[i]));

@@ -56,6 +56,10 @@ class NewtonSolver {
 
  private:
   bool factor_and_solve(std::string& err);
+  // A step of a linear transient whose devices all split their stamps (Device::rhs_split): its matrix depends on
+  // ctx.ag0 alone, so at an ag0 it has factored before only the right-hand side is loaded and that factorization
+  // solves (the same matrix as a full load, bit for bit). Returns false, nothing done, when that does not apply.
+  bool rhs_only_step();
   // One pass of the operating-point strategy from x0 with the current ctx().limit_tanh: Newton (and a cold
   // start when continuing from a previous solution), then gmin stepping, then source stepping.
   Status dc_strategy(const std::vector<double>& x0, bool from_previous);
@@ -72,6 +76,9 @@ class NewtonSolver {
     std::unique_ptr<SparseLU<double>> lu;
     std::vector<double> A;  // the factored values (empty: none, or the factorization failed)
     long used = 0;          // last use (use_clock_), for the replacement
+    // The transient companion coefficient A was loaded with (keyed: a split linear circuit's, see rhs_only_step).
+    bool keyed = false;
+    double ag0 = 0;
   };
   static constexpr int kMaxFactorizations = 32;
   static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
@@ -85,6 +92,9 @@ class NewtonSolver {
   int cur_ = 0;  // the factorization solves use
   long use_clock_ = 0;
   bool cache_ = false;  // linear circuit: keep several in a transient (see Factorization)
+  bool split_ = false;  // linear circuit whose devices all split their stamps (rhs_only_step)
+  std::vector<Device*> rhs_devices_;  // those with right-hand-side stamps (RhsSplit::Rhs), in circuit order
+  bool a_stale_ = false;  // A_ is not the matrix of the last solve (an rhs_only_step's: facts_[cur_].A is)
   std::vector<double> A_, b_, x_, xnew_;
   std::vector<double> q_dc_;  // size n_states: state storage for DC loads (tran points ctx.q elsewhere)
   LoadContext ctx_;
