@@ -50,6 +50,11 @@ void Recorder::add_power(const PowerMeter* meter, bool energies) {
   for (auto& [n, unit] : names) res_.signals.push_back({n, unit, {}, {}});
 }
 
+void Recorder::reserve(size_t rows) {
+  res_.sweep.reserve(rows);
+  for (Signal& sg : res_.signals) sg.re.reserve(rows);
+}
+
 void Recorder::record(const double* x, double t) {
   size_t k = 0;
   for (; k < out_.size(); ++k) res_.signals[k].re.push_back(x[out_[k]]);

@@ -36,6 +36,9 @@ class Recorder {
   // Adds the meter's signals (p(...), and e(...) with `energies`); record() then writes its current values.
   void add_power(const PowerMeter* meter, bool energies);
   void record(const double* x, double t);
+  // Room for `rows` rows in every signal (and the sweep), so that a run of about that many points does not copy its
+  // waveforms as they grow (a vector that doubles copies each value about once more and holds up to twice its size).
+  void reserve(size_t rows);
  private:
   const Circuit& c_;
   const std::vector<int>& out_;
