@@ -1,7 +1,7 @@
 // Formatting of diagnostics: file:line:col, the offending line and a caret under the column.
 #include "engine/types.hpp"
 #include <cstring>
-#include <deque>
+#include <memory>
 #include <fmt/format.h>
 #include <mutex>
 #include <unordered_map>
@@ -9,12 +9,13 @@
 namespace anasim {
 
 namespace {
-// The registry behind SourceFile: objects are never freed, so SourceLocs stay valid for the process.
+// The registry behind SourceFile: objects live for the process, or until the SourceScope that collected them ends.
 struct SourceRegistry {
   std::mutex mu;
-  std::deque<SourceFile> files;
-  std::unordered_map<std::string, const SourceFile*> by_path;  // path_only objects
+  std::unordered_map<const SourceFile*, std::unique_ptr<SourceFile>> files;
+  std::unordered_map<std::string, const SourceFile*> by_path;  // path_only objects (never freed)
 };
+thread_local SourceScope* t_scope = nullptr;  // the scope collecting this thread's files
 SourceRegistry& registry() {
   static SourceRegistry* r = new SourceRegistry;  // not destroyed: SourceLocs may be used during exit
   return *r;
@@ -46,15 +47,19 @@ std::vector<std::pair<size_t, size_t>> detail::line_spans(std::string_view text)
 }
 
 const SourceFile* SourceFile::add(std::string path, std::string text, int first_line) {
-  std::vector<std::pair<size_t, size_t>> spans = detail::line_spans(text);
+  std::unique_ptr<SourceFile> f(new SourceFile());
+  f->spans_ = detail::line_spans(text);
+  f->path_ = std::move(path);
+  f->text_ = std::move(text);
+  f->first_line_ = first_line;
+  const SourceFile* p = f.get();
   SourceRegistry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  SourceFile& f = r.files.emplace_back(SourceFile());
-  f.path_ = std::move(path);
-  f.text_ = std::move(text);
-  f.spans_ = std::move(spans);
-  f.first_line_ = first_line;
-  return &f;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.files.emplace(p, std::move(f));
+  }
+  if (t_scope) t_scope->files_.push_back(p);
+  return p;
 }
 
 const SourceFile* SourceFile::path_only(const std::string& path) {
@@ -62,10 +67,47 @@ const SourceFile* SourceFile::path_only(const std::string& path) {
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.by_path.find(path);
   if (it != r.by_path.end()) return it->second;
-  SourceFile& f = r.files.emplace_back(SourceFile());
-  f.path_ = path;
-  r.by_path.emplace(path, &f);
-  return &f;
+  std::unique_ptr<SourceFile> f(new SourceFile());
+  f->path_ = path;
+  const SourceFile* p = f.get();
+  r.files.emplace(p, std::move(f));
+  r.by_path.emplace(path, p);
+  return p;
+}
+
+SourceScope::SourceScope() {
+  if (t_scope) return;
+  open_ = true;
+  t_scope = this;
+}
+
+void SourceScope::close() {
+  if (!open_) return;
+  open_ = false;
+  t_scope = nullptr;
+}
+
+SourceScope::~SourceScope() {
+  close();
+  if (files_.empty()) return;
+  SourceRegistry& r = registry();
+  std::vector<std::unique_ptr<SourceFile>> gone;  // freed outside the lock
+  gone.reserve(files_.size());
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (const SourceFile* f : files_) {
+      auto it = r.files.find(f);
+      if (it == r.files.end()) continue;
+      gone.push_back(std::move(it->second));
+      r.files.erase(it);
+    }
+  }
+}
+
+std::size_t SourceScope::registered() {
+  SourceRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.files.size();
 }
 
 std::string_view SourceFile::line(int line) const {

@@ -39,8 +39,8 @@ std::vector<std::pair<size_t, size_t>> line_spans(std::string_view text);
 
 // A text that source locations point into: a path and, if known, the physical lines of what was read from
 // it. Registered texts live for the rest of the process (diagnostics can outlive the netlist read from the
-// file); a run registers one per file read, plus one per diagnostic of readers that quote a single line.
-// Thread-safe; the returned pointer is never null and never dangles.
+// file), or until the SourceScope open on the registering thread ends; a run registers one per file read, plus
+// one per diagnostic of readers that quote a single line. Thread-safe; the returned pointer is never null.
 class SourceFile {
  public:
   // `text` as read from `path`, split into physical lines by detail::line_spans; its first line is line
@@ -61,6 +61,29 @@ class SourceFile {
   std::string path_, text_;
   std::vector<std::pair<size_t, size_t>> spans_;
   int first_line_ = 1;
+};
+
+// The files registered (SourceFile::add) on one thread while it is open, freed when it is destroyed: a process that
+// reads many netlists (the Python module, a fuzzer) keeps only those still in use, where the registry would
+// otherwise keep every text it ever read. Contract: nothing that holds a SourceLoc into those files (parsed and
+// flattened netlists, Status errors, hardware configurations) may outlive the scope, so declare it before them.
+// Scopes do not nest: one opened while another is open on the thread leaves the files to the outer one. Files
+// registered on other threads (workers) are not its own and stay for the process, as without a scope.
+class SourceScope {
+ public:
+  SourceScope();
+  ~SourceScope();
+  SourceScope(const SourceScope&) = delete;
+  SourceScope& operator=(const SourceScope&) = delete;
+  // Stops collecting (later files on this thread are no longer its own); its files are still freed at destruction.
+  void close();
+  // Files registered and not yet freed, process-wide (path_only objects included).
+  static std::size_t registered();
+
+ private:
+  friend class SourceFile;
+  bool open_ = false;
+  std::vector<const SourceFile*> files_;
 };
 
 // Where a parsed object came from: 16 bytes, copied freely (netlists of 10^5 devices carry ~10 per device).

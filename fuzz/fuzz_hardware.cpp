@@ -5,6 +5,7 @@
 #include "nn/hardware.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  anasim::SourceScope scope;  // this input's texts freed after it (declared before everything pointing into them)
   const std::string text(reinterpret_cast<const char*>(data), size);
   anasim::nn::HardwareConfig cfg;
   (void)anasim::nn::parse_hardware_config(text, "fuzz_hw.yaml", cfg);

@@ -175,3 +175,40 @@ TEST_CASE("elaborate: an optional model not named allocates no model values; the
   CHECK(g[1] == doctest::Approx(1 / 300.0).epsilon(1e-12));
   CHECK(g[2] == doctest::Approx(1 / 5e3).epsilon(1e-15));
 }
+
+TEST_CASE("SourceScope: the texts read inside are freed after it, errors formatted inside quote their line") {
+  const std::size_t before = SourceScope::registered();
+  for (int k = 0; k < 50; ++k) {
+    SourceScope scope;
+    ParsedNetlist pn;
+    REQUIRE(parse_spice_string(fmt::format("divider {}\nv1 in 0 {}\nr1 in out 1k\nr2 out 0 1k\n.op\n.end\n", k, k),
+                               "scoped.cir", builtin_catalog(), pn));
+    FlatNetlist fn;
+    REQUIRE(elaborate(pn, builtin_catalog(), fn));
+    CHECK(SourceScope::registered() > before);
+    ParsedNetlist bad;
+    REQUIRE(parse_spice_string("bad\nr1 a b\n.end\n", "bad.cir", builtin_catalog(), bad));
+    FlatNetlist badf;
+    const Status st = elaborate(bad, builtin_catalog(), badf);  // r1 has no resistance
+    REQUIRE_FALSE(st.ok());
+    const std::string msg = st.to_string();
+    CHECK(msg.find("bad.cir:2:") != std::string::npos);
+    CHECK(msg.find("r1 a b") != std::string::npos);  // the offending line, read from the registered text
+  }
+  CHECK(SourceScope::registered() == before);
+  // Not nested: an inner scope leaves its files to the outer one, which frees them.
+  {
+    SourceScope outer;
+    {
+      SourceScope inner;
+      ParsedNetlist pn;
+      REQUIRE(parse_spice_string("t\nr1 a 0 1\nv1 a 0 1\n.end\n", "inner.cir", builtin_catalog(), pn));
+    }
+    CHECK(SourceScope::registered() > before);
+  }
+  CHECK(SourceScope::registered() == before);
+  // Without a scope a text stays for the process (diagnostics may outlive everything else).
+  ParsedNetlist kept;
+  REQUIRE(parse_spice_string("t\nr1 a 0 1\nv1 a 0 1\n.end\n", "kept.cir", builtin_catalog(), kept));
+  CHECK(SourceScope::registered() == before + 1);
+}

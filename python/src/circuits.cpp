@@ -100,6 +100,9 @@ void bind_circuits(py::module_& m) {
       "run_netlist",
       [](const std::string& source, bool is_text, const std::string& format, const std::string& name, int mc,
          unsigned long long seed, bool power, const std::string& data_dir) {
+        // The netlist's text is freed when the call returns: the results hold no source locations, and an error is
+        // formatted (raise_if_failed) before the scope ends.
+        SourceScope scope;
         RunRequest rq{source, is_text, format, name, mc, seed, power, data_dir};
         if (mc < 0) raise_if_failed(Status::input("mc must be >= 0"));
         RunResults r;

@@ -64,6 +64,7 @@ void check_pixels(const MatrixRf& x, int inputs, const std::string& what) {
 
 // Defaults, then the YAML file (if any), then the overrides in order ("opamp.model", "sigma_g", ...).
 HardwareConfig config_from(const std::string& path, const Overrides& overrides) {
+  SourceScope scope;  // the configuration's text is freed once read (errors are formatted before)
   HardwareConfig cfg = default_hardware_config();
   if (!path.empty()) raise_if_failed(load_hardware_config(path, cfg));
   for (const auto& [name, value] : overrides) raise_if_failed(set_hardware_param(cfg, name, value));
