@@ -118,6 +118,7 @@ Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   inner.restore();
   if (outer) outer->restore();
   if (carry) *carry = s.x();
+  rec.flush();
   res.stats = s.stats();
   res.stats.timepoints = static_cast<long>(res.sweep.size());
   res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

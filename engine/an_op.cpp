@@ -29,7 +29,7 @@ Status select_outputs(const Circuit& c, const std::vector<std::string>& outputs,
 }
 
 Recorder::Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult& res, bool with_probes)
-    : c_(c), out_(out), res_(res) {
+    : out_(out), res_(res) {
   res.signals.reserve(res.signals.size() + out.size());
   for (int u : out) res.signals.push_back({c.unknowns()[u].name, c.unknowns()[u].is_node ? "V" : "A", {}, {}});
   if (!with_probes) return;
@@ -56,12 +56,39 @@ void Recorder::reserve(size_t rows) {
 }
 
 void Recorder::record(const double* x, double t) {
-  size_t k = 0;
-  for (; k < out_.size(); ++k) res_.signals[k].re.push_back(x[out_[k]]);
   buf_.clear();
   for (const Device* d : probing_) d->probe_values(x, t, buf_);
   if (meter_) meter_->values(energies_, buf_);
-  for (double v : buf_) res_.signals[k++].re.push_back(v);
+  const size_t width = out_.size() + buf_.size();
+  if (width != width_) {  // the first row (or the signals changed): size the buffer
+    flush();
+    width_ = width;
+    capacity_ = std::clamp<size_t>(kBufferBytes / (sizeof(double) * std::max<size_t>(width, 1)), 1, kMaxRows);
+    rows_.assign(capacity_ * width, 0.0);
+  }
+  double* row = rows_.data() + pending_ * width_;
+  for (size_t k = 0; k < out_.size(); ++k) row[k] = x[out_[k]];
+  std::copy(buf_.begin(), buf_.end(), row + out_.size());
+  if (++pending_ == capacity_) flush();
+}
+
+void Recorder::flush() {
+  if (pending_ == 0) return;
+  // Eight signals at a time: their values of a row share a cache line; each signal then gets its rows at once.
+  constexpr size_t kBlock = 8;
+  double col[kBlock][kMaxRows];
+  for (size_t c0 = 0; c0 < width_; c0 += kBlock) {
+    const size_t nc = std::min(kBlock, width_ - c0);
+    for (size_t r = 0; r < pending_; ++r) {
+      const double* row = rows_.data() + r * width_ + c0;
+      for (size_t j = 0; j < nc; ++j) col[j][r] = row[j];
+    }
+    for (size_t j = 0; j < nc; ++j) {
+      std::vector<double>& re = res_.signals[c0 + j].re;
+      re.insert(re.end(), col[j], col[j] + pending_);
+    }
+  }
+  pending_ = 0;
 }
 
 std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const Analysis& a, NewtonSolver& s) {

@@ -151,6 +151,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
     sc.at_break = t >= bp;
     if (sc.at_break) bp = next_break(t);
   }
+  rec.flush();
   res.stats = s.stats();
   res.stats.timepoints = accepted;
   res.stats.rejected = rejected;

@@ -28,9 +28,15 @@ Status run_ac(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
 Status run_dc_temper(const FlatNetlist& fn, const DeviceCatalog& catalog, const Analysis& a, AnalysisResult& res);
 
 // Appends one row of output per call: the selected unknowns, then every device probe (ADC codes, ...), then
-// the power probes if a meter was added.
+// the power probes if a meter was added. Rows are buffered and reach res's signals in blocks (flush(), and at the
+// latest when the recorder is destroyed): a row of a large circuit is one write per signal, each to a different
+// page, so the signals are written a block of rows at a time (the 256x256 crossbar transient's 132,352 signals).
+// res's signals are complete only after flush() or destruction.
 class Recorder {
  public:
+  ~Recorder() { flush(); }
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
   // Creates the signals in res (names and units). `with_probes` = false for AC (complex, unknowns only).
   Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult& res, bool with_probes = true);
   // Adds the meter's signals (p(...), and e(...) with `energies`); record() then writes its current values.
@@ -39,14 +45,21 @@ class Recorder {
   // Room for `rows` rows in every signal (and the sweep), so that a run of about that many points does not copy its
   // waveforms as they grow (a vector that doubles copies each value about once more and holds up to twice its size).
   void reserve(size_t rows);
+  // Moves the buffered rows into the signals.
+  void flush();
  private:
-  const Circuit& c_;
+  static constexpr size_t kBufferBytes = size_t(16) << 20;  // rows buffered: at most this many bytes
+  static constexpr size_t kMaxRows = 64;                    // and this many rows
   const std::vector<int>& out_;
   AnalysisResult& res_;
   std::vector<const Device*> probing_;
   std::vector<double> buf_;
   const PowerMeter* meter_ = nullptr;
   bool energies_ = false;
+  size_t width_ = 0;     // values per row (signals) of the buffered rows
+  size_t capacity_ = 0;  // rows the buffer holds
+  size_t pending_ = 0;   // rows in the buffer
+  std::vector<double> rows_;  // pending_ rows of width_ values
 };
 
 // Power probes for analysis a: asked for by the analysis (`power: true`) or for all (.options power,
