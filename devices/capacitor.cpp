@@ -94,10 +94,18 @@ class Capacitor : public Device {
     i_.declare(p, up_, un_);
   }
   void load(LoadContext& ctx) override {
-    if (load_rhs_at(ctx)) y_.stamp(ctx.A, ctx.ag0 * c_);
+    Capacitor::load_rhs(ctx);
+    if (ctx.transient()) y_.stamp(ctx.A, ctx.ag0 * c_);
   }
   RhsSplit rhs_split() const override { return RhsSplit::Rhs; }
-  void load_rhs(LoadContext& ctx) override { load_rhs_at(ctx); }
+  // The charge and, in a transient, the companion current source.
+  void load_rhs(LoadContext& ctx) override {
+    const double v = ctx.v(up_) - ctx.v(un_);
+    const double i = ctx.ddt(state_, c_ * v);
+    if (!ctx.transient()) return;
+    const double geq = ctx.ag0 * c_;
+    i_.stamp(ctx.b, i - geq * v);
+  }
   void update_states(LoadContext& ctx) override { ctx.q[state_] = c_ * (ctx.v(up_) - ctx.v(un_)); }
   void init_uic(LoadContext& ctx) override {
     const double v = has_ic_ ? ic_ : ctx.v(up_) - ctx.v(un_);
@@ -116,16 +124,6 @@ class Capacitor : public Device {
   CapacitorValues v_;
   double ic_;  // [V]
   bool has_ic_;
-
-  // The charge and, in a transient, the companion current source; returns whether the matrix is stamped too.
-  bool load_rhs_at(LoadContext& ctx) {
-    const double v = ctx.v(up_) - ctx.v(un_);
-    const double i = ctx.ddt(state_, c_ * v);
-    if (!ctx.transient()) return false;
-    const double geq = ctx.ag0 * c_;
-    i_.stamp(ctx.b, i - geq * v);
-    return true;
-  }
 };
 
 class CapacitorType : public DeviceType {

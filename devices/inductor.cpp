@@ -28,10 +28,17 @@ class Inductor : public Device {
   // Branch equation: v(p) - v(n) - d(L i)/dt = 0.
   void load(LoadContext& ctx) override {
     b_.stamp_incidence(ctx.A);
-    if (load_rhs_at(ctx)) ctx.A[br_br_] -= ctx.ag0 * l_;
+    Inductor::load_rhs(ctx);
+    if (ctx.transient()) ctx.A[br_br_] -= ctx.ag0 * l_;
   }
   RhsSplit rhs_split() const override { return RhsSplit::Rhs; }
-  void load_rhs(LoadContext& ctx) override { load_rhs_at(ctx); }
+  // The flux and, in a transient, the companion voltage source.
+  void load_rhs(LoadContext& ctx) override {
+    const double i = ctx.v(br_);
+    const double vl = ctx.ddt(state_, l_ * i);
+    if (!ctx.transient()) return;
+    ctx.b[b_.rhs] += vl - ctx.ag0 * l_ * i;
+  }
   void update_states(LoadContext& ctx) override { ctx.q[state_] = l_ * ctx.v(br_); }
   void init_uic(LoadContext& ctx) override { ctx.q[state_] = l_ * (has_ic_ ? ic_ : 0.0); }
   void load_ac(AcLoadContext& ctx) override {
@@ -48,15 +55,6 @@ class Inductor : public Device {
   int state_ = 0;
   BranchStamp b_;
   Offset br_br_ = 0;
-
-  // The flux and, in a transient, the companion voltage source; returns whether the matrix is stamped too.
-  bool load_rhs_at(LoadContext& ctx) {
-    const double i = ctx.v(br_);
-    const double vl = ctx.ddt(state_, l_ * i);
-    if (!ctx.transient()) return false;
-    ctx.b[b_.rhs] += vl - ctx.ag0 * l_ * i;
-    return true;
-  }
 };
 
 class InductorType : public DeviceType {

@@ -97,7 +97,7 @@ class VSource : public Device {
   void declare(PatternBuilder& p) override { b_.declare(p, p.unknown(p_), p.unknown(n_), br_); }
   void load(LoadContext& ctx) override {
     b_.stamp_incidence(ctx.A);
-    load_rhs(ctx);
+    VSource::load_rhs(ctx);
   }
   RhsSplit rhs_split() const override { return RhsSplit::Rhs; }
   void load_rhs(LoadContext& ctx) override {
@@ -133,7 +133,7 @@ class ISource : public Device {
     tstop_ = ctx.tran_stop;
   }
   RhsSplit rhs_split() const override { return RhsSplit::Rhs; }
-  void load_rhs(LoadContext& ctx) override { load(ctx); }
+  void load_rhs(LoadContext& ctx) override { ISource::load(ctx); }
   void load_ac(AcLoadContext& ctx) override { i_.stamp(ctx.b, src_.ac()); }
   double next_breakpoint(double t) const override { return src_.next_breakpoint(t, tstep_, tstop_); }
   bool set_dc(double v) override { src_.set_dc(v); return true; }

@@ -16,7 +16,6 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   xnew_.assign(n + 1, 0.0);
   facts_.resize(1);
   facts_[0].lu = new_lu();
-  cache_ = !c.nonlinear();
   split_ = !c.nonlinear();
   for (const auto& d : c.devices()) {
     const Device::RhsSplit s = d->rhs_split();
@@ -84,7 +83,7 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
   // circuit also finds the other matrices it factored before.
   // Only a transient revisits matrices (a .dc or .step sweep of a linear circuit's parameter does not; there every
   // new slot would cost a symbolic analysis and memory for nothing).
-  const bool cache = cache_ && ctx_.mode == LoadContext::Mode::Tran;
+  const bool cache = !c_.nonlinear() && ctx_.mode == LoadContext::Mode::Tran;
   bool same = holds(facts_[cur_]);
   for (int k = 0; cache && !same && k < static_cast<int>(facts_.size()); ++k)
     if (k != cur_ && holds(facts_[k])) {
@@ -118,9 +117,14 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
   } else {
     ++reused_;
   }
-  facts_[cur_].used = ++use_clock_;
-  facts_[cur_].keyed = split_ && ctx_.mode == LoadContext::Mode::Tran && gdiag_ == 0 && forced_.empty() && !meter_;
+  facts_[cur_].keyed = rhs_split_applies();
   facts_[cur_].ag0 = ctx_.ag0;
+  solve_current();
+  return true;
+}
+
+void NewtonSolver::solve_current() {
+  facts_[cur_].used = ++use_clock_;
   // UMFPACK refines its solutions iteratively (about one extra solve and residual each) except in a transient step,
   // whose tolerance is the Newton's (reltol |x| + vntol): on the 256x256 crossbar transient the unrefined
   // waveforms were within 7.7e-12 of range of the refined ones, 22% faster.
@@ -128,11 +132,14 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
   lu().solve(xnew_.data());
   xnew_[c_.n()] = 0.0;
-  return true;
+}
+
+bool NewtonSolver::rhs_split_applies() const {
+  return split_ && !meter_ && ctx_.mode == LoadContext::Mode::Tran && gdiag_ == 0 && forced_.empty();
 }
 
 bool NewtonSolver::rhs_only_step() {
-  if (!split_ || meter_ || ctx_.mode != LoadContext::Mode::Tran || gdiag_ > 0 || !forced_.empty()) return false;
+  if (!rhs_split_applies()) return false;
   int k = -1;
   for (int i = 0; i < static_cast<int>(facts_.size()) && k < 0; ++i)
     if (facts_[i].keyed && facts_[i].ag0 == ctx_.ag0 && !facts_[i].A.empty() && facts_[i].lu->factored()) k = i;
@@ -144,12 +151,8 @@ bool NewtonSolver::rhs_only_step() {
   for (Device* d : rhs_devices_) d->load_rhs(ctx_);
   a_stale_ = true;
   cur_ = k;
-  facts_[cur_].used = ++use_clock_;
   ++reused_;
-  lu().set_refinement(false);  // a transient solve (see factor_and_solve)
-  std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
-  lu().solve(xnew_.data());
-  xnew_[c_.n()] = 0.0;
+  solve_current();
   return true;
 }
 
@@ -187,13 +190,10 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
     ctx_.init_junctions = init_junctions && iter == 1;
     ctx_.domain_error.clear();
     std::string err;
-    if (!rhs_only_step()) {
-      load();
-      domain_error_ = ctx_.domain_error;
-      if (!factor_and_solve(err)) return numerical_error(err);
-    } else {
-      domain_error_ = ctx_.domain_error;
-    }
+    const bool rhs_only = rhs_only_step();
+    if (!rhs_only) load();
+    domain_error_ = ctx_.domain_error;
+    if (!rhs_only && !factor_and_solve(err)) return numerical_error(err);
     double norm = 0.0;
     for (int u = 0; u < n; ++u) {
       if (!std::isfinite(xnew_[u]))

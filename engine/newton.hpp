@@ -60,6 +60,11 @@ class NewtonSolver {
   // ctx.ag0 alone, so at an ag0 it has factored before only the right-hand side is loaded and that factorization
   // solves (the same matrix as a full load, bit for bit). Returns false, nothing done, when that does not apply.
   bool rhs_only_step();
+  // Whether the current load may be keyed by ctx.ag0 (a split linear circuit's plain transient load: no power
+  // meter, no gmin stepping, no forced values).
+  bool rhs_split_applies() const;
+  // Solves with facts_[cur_] into xnew_ (marking its use): b_ as loaded.
+  void solve_current();
   // One pass of the operating-point strategy from x0 with the current ctx().limit_tanh: Newton (and a cold
   // start when continuing from a previous solution), then gmin stepping, then source stepping.
   Status dc_strategy(const std::vector<double>& x0, bool from_previous);
@@ -91,7 +96,6 @@ class NewtonSolver {
   std::vector<Factorization> facts_;
   int cur_ = 0;  // the factorization solves use
   long use_clock_ = 0;
-  bool cache_ = false;  // linear circuit: keep several in a transient (see Factorization)
   bool split_ = false;  // linear circuit whose devices all split their stamps (rhs_only_step)
   std::vector<Device*> rhs_devices_;  // those with right-hand-side stamps (RhsSplit::Rhs), in circuit order
   bool a_stale_ = false;  // A_ is not the matrix of the last solve (an rhs_only_step's: facts_[cur_].A is)

@@ -56,8 +56,8 @@ UmfpackLU<T>::~UmfpackLU() {
 template <class T>
 void UmfpackLU<T>::free_numeric() {
   if (!numeric_) return;
-  if constexpr (kReal<T>) long_ ? umfpack_dl_free_numeric(&numeric_) : umfpack_di_free_numeric(&numeric_);
-  else long_ ? umfpack_zl_free_numeric(&numeric_) : umfpack_zi_free_numeric(&numeric_);
+  if constexpr (kReal<T>) long_indices() ? umfpack_dl_free_numeric(&numeric_) : umfpack_di_free_numeric(&numeric_);
+  else long_indices() ? umfpack_zl_free_numeric(&numeric_) : umfpack_zi_free_numeric(&numeric_);
   numeric_ = nullptr;
 }
 
@@ -69,11 +69,11 @@ bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* order
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
-  long_ = force_long_ || n >= kLongIndexMinUnknowns;
+  const bool lng = force_long_ || n >= kLongIndexMinUnknowns;
   control_[UMFPACK_ORDERING] = order ? UMFPACK_ORDERING_GIVEN : UMFPACK_ORDERING_METIS;
   int status;
   void* sym = nullptr;
-  if (long_) {
+  if (lng) {
     // The pattern (and order) as 64-bit indices, kept for the factorizations and solves (and shared by siblings).
     auto lp = std::make_shared<LongPattern>();
     lp->Ap.assign(Ap, Ap + n + 1);
@@ -98,7 +98,6 @@ bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* order
     long_pattern_.reset();
     return false;
   }
-  const bool lng = long_;
   symbolic_.reset(sym, [lng](void* p) {
     if constexpr (kReal<T>) lng ? umfpack_dl_free_symbolic(&p) : umfpack_di_free_symbolic(&p);
     else lng ? umfpack_zl_free_symbolic(&p) : umfpack_zi_free_symbolic(&p);
@@ -109,7 +108,7 @@ bool UmfpackLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* order
 
 template <class T>
 void UmfpackLU<T>::workspace() {
-  if (long_) wl_.resize(n_);
+  if (long_indices()) wl_.resize(n_);
   else wi_.resize(n_);
   w_.resize((kReal<T> ? 5 : 10) * static_cast<size_t>(n_));
   x_.resize(n_);
@@ -121,7 +120,6 @@ void UmfpackLU<T>::share_analysis(const UmfpackLU& o) {
   n_ = o.n_;
   Ap_ = o.Ap_;
   Ai_ = o.Ai_;
-  long_ = o.long_;
   long_pattern_ = o.long_pattern_;
   control_ = o.control_;
   symbolic_ = o.symbolic_;
@@ -136,7 +134,7 @@ bool UmfpackLU<T>::factor(const T* Ax) {
   BlasThreads blas(kBlasThreads);
   void* sym = symbolic_.get();
   int status;
-  if (long_) {
+  if (long_indices()) {
     const Long *lp = long_pattern_->Ap.data(), *li = long_pattern_->Ai.data();
     if constexpr (kReal<T>)
       status = umfpack_dl_numeric(lp, li, ax_.data(), sym, &numeric_, control_.data(), info_.data());
@@ -166,7 +164,7 @@ template <class T>
 void UmfpackLU<T>::solve(T* b) {
   BlasThreads blas(kBlasThreads);
   double *c = control_.data(), *in = info_.data();
-  if (long_) {
+  if (long_indices()) {
     const Long *lp = long_pattern_->Ap.data(), *li = long_pattern_->Ai.data();
     if constexpr (kReal<T>)
       umfpack_dl_wsolve(UMFPACK_A, lp, li, ax_.data(), x_.data(), b, numeric_, c, in, wl_.data(), w_.data());

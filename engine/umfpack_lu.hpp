@@ -40,7 +40,7 @@ class UmfpackLU {
   bool analyzed() const { return symbolic_ != nullptr; }
   // 64-bit indices from the next analyze() whatever the size (for tests of that path); default off.
   void force_long_indices(bool on) { force_long_ = on; }
-  bool long_indices() const { return long_; }
+  bool long_indices() const { return long_pattern_ != nullptr; }
   // Numeric factorization of values Ax (size nnz), kept (copied) for the iterative refinement of solve().
   // Returns false if the matrix is singular (or memory runs out).
   bool factor(const T* Ax);
@@ -61,9 +61,8 @@ class UmfpackLU {
     std::vector<SuiteSparse_long> Ap, Ai;
   };
   void workspace();            // sizes the solve workspace for n_
-  bool long_ = false;          // 64-bit indices
   bool force_long_ = false;
-  std::shared_ptr<const LongPattern> long_pattern_;
+  std::shared_ptr<const LongPattern> long_pattern_;  // set exactly when the analysis uses 64-bit indices
   std::vector<T> ax_;          // size nnz: the factored values (refinement reads them)
   std::vector<double> control_, info_;
   std::shared_ptr<void> symbolic_;  // UMFPACK's Symbolic object, shared by share_analysis
