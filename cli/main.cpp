@@ -130,7 +130,15 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   }
   RunResults r;
   std::unique_ptr<Circuit> circuit;
-  if (Status st = simulate(fn, builtin_catalog(), r, &circuit); !st) return report(st);
+  // CSV output alone: the transients' tables are written while they run (memory independent of the time points).
+  // With HDF5 output or Monte Carlo the results are kept and written at the end.
+  CsvOutput csv_out;
+  StreamFactory stream;
+  if (!csv.empty() && h5.empty() && mc_trials == 0 && dist::size() == 1) {
+    if (Status st = csv_out.open(csv); !st) return report(st);
+    stream = [&csv_out](const std::string& group, RowSink*& sink) { return csv_out.stream(group, sink); };
+  }
+  if (Status st = simulate(fn, builtin_catalog(), r, &circuit, &stream); !st) return report(st);
   if (mc_trials > 0) {
     McRunOptions mo;
     mo.checkpoint = checkpoint;
@@ -149,7 +157,7 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
     if (is_stdout_name(h5)) ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the file went to stdout: summary to stderr
   }
   if (!csv.empty())
-    if (Status st = write_csv(r, csv); !st) return report(st);
+    if (Status st = stream ? csv_out.write(r) : write_csv(r, csv); !st) return report(st);
   print_summary(r, since(t0), t_parse, t_elab, t_sim, since(t1));
   if (r.mc.trials > 0) print_mc(r.mc);
   // Everything is written and closed; skip tearing down the netlist and results (10^5-device netlists

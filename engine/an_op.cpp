@@ -50,30 +50,47 @@ void Recorder::add_power(const PowerMeter* meter, bool energies) {
   for (auto& [n, unit] : names) res_.signals.push_back({n, unit, {}, {}});
 }
 
+void Recorder::stream_to(RowSink* sink) {
+  sink_ = sink;
+  lead_ = sink ? 1 : 0;
+  res_.streamed = sink != nullptr;
+}
+
 void Recorder::reserve(size_t rows) {
+  if (sink_) return;
   res_.sweep.reserve(rows);
   for (Signal& sg : res_.signals) sg.re.reserve(rows);
 }
 
-void Recorder::record(const double* x, double t) {
+bool Recorder::record(const double* x, double t) {
   buf_.clear();
   for (const Device* d : probing_) d->probe_values(x, t, buf_);
   if (meter_) meter_->values(energies_, buf_);
-  const size_t width = out_.size() + buf_.size();
+  const size_t width = lead_ + out_.size() + buf_.size();
   if (width != width_) {  // the first row (or the signals changed): size the buffer
     flush();
     width_ = width;
-    capacity_ = std::clamp<size_t>(kBufferBytes / (sizeof(double) * std::max<size_t>(width, 1)), 1, kMaxRows);
+    const size_t bytes = sink_ ? kSinkBytes : kBufferBytes, most = sink_ ? kSinkRows : kMaxRows;
+    capacity_ = std::clamp<size_t>(bytes / (sizeof(double) * std::max<size_t>(width, 1)), 1, most);
     rows_.assign(capacity_ * width, 0.0);
   }
   double* row = rows_.data() + pending_ * width_;
+  if (sink_) *row++ = t;
   for (size_t k = 0; k < out_.size(); ++k) row[k] = x[out_[k]];
   std::copy(buf_.begin(), buf_.end(), row + out_.size());
   if (++pending_ == capacity_) flush();
+  return sink_ok_;
 }
 
 void Recorder::flush() {
   if (pending_ == 0) return;
+  if (sink_) {
+    if (sink_ok_ && !begun_) sink_ok_ = sink_->begin(res_);
+    begun_ = true;
+    if (sink_ok_) sink_ok_ = sink_->rows(rows_.data(), pending_, width_);
+    pending_ = 0;
+    return;
+  }
   // Eight signals at a time: their values of a row share a cache line; each signal then gets its rows at once.
   constexpr size_t kBlock = 8;
   double col[kBlock][kMaxRows];
@@ -89,6 +106,14 @@ void Recorder::flush() {
     }
   }
   pending_ = 0;
+}
+
+Status Recorder::finish() {
+  flush();
+  if (!sink_) return {};
+  if (!begun_ && sink_ok_) sink_ok_ = sink_->begin(res_);  // no rows: the header alone
+  begun_ = true;
+  return sink_->end();
 }
 
 std::unique_ptr<PowerMeter> power_meter(Circuit& c, const FlatNetlist& fn, const Analysis& a, NewtonSolver& s) {

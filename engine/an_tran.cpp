@@ -10,7 +10,8 @@
 
 namespace anasim {
 
-Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {
+Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res,
+                RowSink* sink) {
   auto t0 = std::chrono::steady_clock::now();
   const Options& opt = fn.options;
   NewtonSolver s(c, opt);
@@ -22,6 +23,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   res.sweep_unit = "s";
   Recorder rec(c, out, res);
   if (meter) rec.add_power(meter.get(), true);
+  rec.stream_to(sink);
 
   const double tstop = a.tstop;
   // Largest step [s]: tmax as given, else ngspice's default min(tstep, (tstop - tstart) / 50).
@@ -66,13 +68,14 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   integ.start_from_dc(ctx);
   if (meter) meter->start_energies(!a.uic);  // energies from 0 at t = 0; with uic t = 0 is not solved (no powers)
 
+  // False once the output stream has failed (a full disk): the run stops and finish() reports it.
   auto record = [&](double t) {
-    if (t < a.tstart * (1 - 1e-12)) return;
-    res.sweep.push_back(t);
-    rec.record(s.x().data(), t);
+    if (t < a.tstart * (1 - 1e-12)) return true;
+    if (!sink) res.sweep.push_back(t);
+    return rec.record(s.x().data(), t);
   };
   // With uic the t = 0 unknowns are not solved (only the states are set), so like ngspice no row is written.
-  if (!a.uic) record(0.0);
+  if (!a.uic && !record(0.0)) return rec.finish();
 
   // Step control follows ngspice 39's DCtran: breakpoints closer than min_break after t are dropped; at a
   // breakpoint the order drops to 1 and the step to 0.1 x min(step before the cut, distance to the next
@@ -147,11 +150,11 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
       meter->evaluate(s.x().data(), s);
       meter->integrate(integ);
     }
-    record(t);
+    if (!record(t)) return rec.finish();
     sc.at_break = t >= bp;
     if (sc.at_break) bp = next_break(t);
   }
-  rec.flush();
+  if (Status st = rec.finish(); !st) return st;
   res.stats = s.stats();
   res.stats.timepoints = accepted;
   res.stats.rejected = rejected;

@@ -20,7 +20,9 @@ Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
 // previous sweep point; on return it holds the last point's solution (run_dc_temper's points, one circuit each).
 Status run_dc(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res,
               std::vector<double>* carry = nullptr);
-Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
+// `sink` (may be null): the rows go there as they are accepted instead of into res (Recorder::stream_to).
+Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res,
+                RowSink* sink = nullptr);
 Status run_ac(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res);
 // A .dc sweep of the temperature in a netlist whose expressions read `temper` (fn.temper set): at each sweep
 // temperature the netlist is elaborated again with `temper` at that value and solved on a circuit built from it,
@@ -41,22 +43,34 @@ class Recorder {
   Recorder(const Circuit& c, const std::vector<int>& out, AnalysisResult& res, bool with_probes = true);
   // Adds the meter's signals (p(...), and e(...) with `energies`); record() then writes its current values.
   void add_power(const PowerMeter* meter, bool energies);
-  void record(const double* x, double t);
+  // Rows go to `sink` (begun at the first row, with every signal added by then), each led by its sweep value t,
+  // instead of into res (marked streamed); nullptr: into res. Before the first record().
+  void stream_to(RowSink* sink);
+  // One row at sweep value t (recorded in res.sweep by the caller unless streaming). False once the sink failed.
+  bool record(const double* x, double t);
   // Room for `rows` rows in every signal (and the sweep), so that a run of about that many points does not copy its
   // waveforms as they grow (a vector that doubles copies each value about once more and holds up to twice its size).
   void reserve(size_t rows);
-  // Moves the buffered rows into the signals.
+  // Moves the buffered rows into the signals (or the sink).
   void flush();
+  // After the last row: flush(), and the sink's end() (its failure, if any).
+  Status finish();
  private:
   static constexpr size_t kBufferBytes = size_t(16) << 20;  // rows buffered: at most this many bytes
   static constexpr size_t kMaxRows = 64;                    // and this many rows
+  static constexpr size_t kSinkBytes = size_t(1) << 20;     // streaming: blocks of at most this many bytes
+  static constexpr size_t kSinkRows = 4096;                 // and this many rows
   const std::vector<int>& out_;
   AnalysisResult& res_;
   std::vector<const Device*> probing_;
   std::vector<double> buf_;
   const PowerMeter* meter_ = nullptr;
   bool energies_ = false;
-  size_t width_ = 0;     // values per row (signals) of the buffered rows
+  RowSink* sink_ = nullptr;
+  bool sink_ok_ = true;
+  bool begun_ = false;
+  size_t lead_ = 0;      // values before the signals in a row: 1 (t) when streaming
+  size_t width_ = 0;     // values per row of the buffered rows
   size_t capacity_ = 0;  // rows the buffer holds
   size_t pending_ = 0;   // rows in the buffer
   std::vector<double> rows_;  // pending_ rows of width_ values

@@ -1,6 +1,8 @@
 // Writers for analysis results. Both write through engine/output_file.hpp (unique temporary, every write and
 // close checked, rename when complete; the CSV files of a run all or none), so no half-written output is ever left.
 #pragma once
+#include <cstddef>
+#include <memory>
 #include <string>
 #include "engine/results.hpp"
 #include "engine/types.hpp"
@@ -18,6 +20,26 @@ Status write_hdf5(const RunResults& r, const std::string& path);
 // AC columns vm(...) and vp(...) [deg]. Numbers in shortest round-trip form. Analyses with summary scalars
 // (extension analyses) also get DIR/<group>_summary.csv with columns name,value,unit.
 Status write_csv(const RunResults& r, const std::string& dir);
+
+// write_csv's files with the transient tables streamed: stream() gives a sink (engine/results.hpp) that writes
+// DIR/<group>.csv while the analysis runs, its rows formatted and written by a thread of its own (the analysis
+// waits only when more than kQueueBytes of rows are queued); write() then writes every other file of the run and
+// commits them all together, all or none, as write_csv does. Destroyed without write(): nothing is replaced.
+class CsvOutput {
+ public:
+  static constexpr size_t kQueueBytes = size_t(32) << 20;
+  CsvOutput();
+  ~CsvOutput();
+  CsvOutput(const CsvOutput&) = delete;
+  CsvOutput& operator=(const CsvOutput&) = delete;
+  Status open(const std::string& dir);  // creates DIR if needed
+  Status stream(const std::string& group, RowSink*& sink);
+  Status write(const RunResults& r);    // r's analyses marked streamed must have their stream's table
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Writes v as fmt::format("{}", v) does (shortest round-trip digits; fixed notation for decimal exponents -4 to
 // 15, else d.ddde+XX; "inf", "nan") into out, which has room for kShortestChars; returns the end.

@@ -10,6 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <omp.h>
 #include <system_error>
@@ -243,14 +248,119 @@ char* format_shortest(double v, char* out) {
   return out + n + 1;
 }
 
-Status write_csv(const RunResults& r, const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
+namespace {
 
-  // Every file is complete under its temporary name before any is renamed: the directory never holds files
-  // of two runs.
-  OutputSet set;
+// A transient's table streamed to its CSV file (CsvOutput::stream): the header at begin(), then blocks of rows
+// queued by the analysis and formatted and written, in order, by the stream's thread.
+class CsvStream final : public RowSink {
+ public:
+  explicit CsvStream(OutputFile* f) : f_(f) {}
+  ~CsvStream() override { stop(); }
+
+  bool begin(const AnalysisResult& a) override {
+    fmt::memory_buffer b;
+    format_piece(table_columns(a), -1, 0, 0, table_columns(a).size(), b);
+    if (!f_->write(b.data(), b.size())) return fail(errno);
+    thread_ = std::thread([this] { run(); });
+    return true;
+  }
+
+  bool rows(const double* data, size_t n, size_t width) override {
+    std::unique_lock<std::mutex> lk(m_);
+    room_.wait(lk, [&] { return queued_ < CsvOutput::kQueueBytes || err_ != 0; });
+    if (err_ != 0 || !thread_.joinable()) return false;
+    Block b;
+    if (!spare_.empty()) {
+      b.values = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    b.values.assign(data, data + n * width);
+    b.width = width;
+    queued_ += b.values.size() * sizeof(double);
+    queue_.push_back(std::move(b));
+    lk.unlock();
+    ready_.notify_one();
+    return true;
+  }
+
+  Status end() override {
+    stop();
+    if (err_ == 0) return {};
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", f_->target(), std::strerror(err_)));
+  }
+
+ private:
+  struct Block {
+    std::vector<double> values;
+    size_t width = 0;
+  };
+  OutputFile* f_;
+  std::thread thread_;
+  std::mutex m_;
+  std::condition_variable ready_, room_;
+  std::deque<Block> queue_;
+  std::vector<std::vector<double>> spare_;  // blocks written, their memory kept for the next ones
+  size_t queued_ = 0;                        // bytes of values in queue_
+  bool closed_ = false;
+  int err_ = 0;                              // errno of the first failed write
+
+  bool fail(int e) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (err_ == 0) err_ = e ? e : EIO;
+    return false;
+  }
+
+  // The thread: every block in order until closed and drained, or the first failed write.
+  void run() {
+    fmt::memory_buffer text;
+    for (;;) {
+      Block b;
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        ready_.wait(lk, [&] { return !queue_.empty() || closed_; });
+        if (queue_.empty()) return;
+        b = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      text.clear();
+      const size_t rows = b.width ? b.values.size() / b.width : 0;
+      for (size_t r = 0; r < rows; ++r) {
+        const double* v = b.values.data() + r * b.width;
+        for (size_t c = 0; c < b.width; ++c) {
+          if (c > 0) text.push_back(',');
+          const size_t at = text.size();
+          text.resize(at + kShortestChars);
+          text.resize(static_cast<size_t>(format_shortest(v[c], text.data() + at) - text.data()));
+        }
+        text.push_back('\n');
+      }
+      const bool ok = f_->write(text.data(), text.size());
+      const int e = errno;
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        queued_ -= b.values.size() * sizeof(double);
+        if (spare_.size() < 2) spare_.push_back(std::move(b.values));
+        if (!ok && err_ == 0) err_ = e ? e : EIO;
+      }
+      room_.notify_all();
+      if (!ok) return;
+    }
+  }
+
+  // Closes the queue and waits for the thread to write what is queued (or to fail).
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      closed_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+};
+
+// The files of DIR but the streamed tables, in write_csv's order, into `set`.
+Status write_files(const RunResults& r, const std::string& dir, OutputSet& set) {
   Status st;
   for (const auto& a : r.analyses) {
     if (!a.scalars.empty()) {  // DIR/<group>_summary.csv: name,value,unit
@@ -269,6 +379,7 @@ Status write_csv(const RunResults& r, const std::string& dir) {
       if (!f) return st;
       if (!f->write(text.data(), text.size())) return write_error(f->target());
     }
+    if (a.streamed) continue;  // its table is its stream's file
     const std::string file = (fs::path(dir) / (a.group + ".csv")).string();
     const long rows = table_rows(a);
     if (rows < 0)
@@ -278,7 +389,72 @@ Status write_csv(const RunResults& r, const std::string& dir) {
     if (!f) return st;
     if (!write_table(a, rows, f->stream())) return write_error(file);
   }
+  return {};
+}
+
+Status make_directory(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
+  return {};
+}
+
+}  // namespace
+
+Status write_csv(const RunResults& r, const std::string& dir) {
+  if (Status st = make_directory(dir); !st) return st;
+  // Every file is complete under its temporary name before any is renamed: the directory never holds files
+  // of two runs.
+  OutputSet set;
+  if (Status st = write_files(r, dir, set); !st) return st;
   return set.commit();
+}
+
+// The set before the streams: the streams (whose threads write to the set's files) are destroyed first.
+struct CsvOutput::Impl {
+  std::string dir;
+  bool created = false;    // open() created dir: removed again (if still empty) unless write() succeeds
+  bool written = false;
+  OutputSet set;
+  std::map<std::string, std::unique_ptr<CsvStream>> streams;  // by group
+};
+
+CsvOutput::CsvOutput() : impl_(std::make_unique<Impl>()) {}
+CsvOutput::~CsvOutput() {
+  if (!impl_->created || impl_->written) return;
+  const std::string dir = impl_->dir;
+  impl_.reset();  // the streams and the set's temporaries first
+  std::error_code ec;
+  fs::remove(dir, ec);  // only if empty
+}
+
+Status CsvOutput::open(const std::string& dir) {
+  impl_->dir = dir;
+  std::error_code ec;
+  impl_->created = !fs::exists(dir, ec);
+  return make_directory(dir);
+}
+
+Status CsvOutput::stream(const std::string& group, RowSink*& sink) {
+  Status st;
+  OutputFile* f = impl_->set.add((fs::path(impl_->dir) / (group + ".csv")).string(), &st);
+  if (!f) return st;
+  auto s = std::make_unique<CsvStream>(f);
+  sink = s.get();
+  impl_->streams[group] = std::move(s);
+  return {};
+}
+
+Status CsvOutput::write(const RunResults& r) {
+  for (const auto& a : r.analyses)
+    if (a.streamed && !impl_->streams.count(a.group))
+      return Status::fail(ErrorKind::Other, fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
+  for (auto& [group, s] : impl_->streams)
+    if (Status st = s->end(); !st) return st;
+  if (Status st = write_files(r, impl_->dir, impl_->set); !st) return st;
+  Status st = impl_->set.commit();
+  impl_->written = st.ok();
+  return st;
 }
 
 }  // namespace anasim

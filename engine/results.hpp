@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <vector>
+#include "engine/types.hpp"
 
 namespace anasim {
 
@@ -61,6 +62,9 @@ struct AnalysisResult {
   std::vector<ResultScalar> scalars;  // summary values (extension analyses)
   std::vector<std::string> notes;     // summary lines in words (extension analyses: inputs used), HDF5 "notes"
   std::vector<MeasureResult> measures;  // .meas results on this analysis, in deck order
+  // The rows went to an output stream (RowSink) while the analysis ran: `signals` hold the names and units only,
+  // `sweep` is empty, and the stream's file is the table.
+  bool streamed = false;
   SolverStats stats;
   int rows() const { return signals.empty() ? 0 : static_cast<int>(signals[0].re.size()); }
   bool complex() const { return kind == "ac"; }
@@ -83,6 +87,19 @@ struct McResults {
   unsigned long long seed = 0;
   double seconds = 0;
   std::vector<McMeasurement> measurements;
+};
+
+// Receives an analysis's rows while it runs, in place of the result keeping them (a transient's table streamed
+// to its output file: memory independent of the number of time points). begin() once, before any rows, with the
+// result's columns complete (sweep name, signals' names and units); rows() in order, each row the sweep value and
+// then one value per signal; end() after the last. rows() and begin() return false once the sink has failed
+// (e.g. a full disk): the analysis stops, and end() returns the failure.
+class RowSink {
+ public:
+  virtual ~RowSink() = default;
+  virtual bool begin(const AnalysisResult& columns) = 0;
+  virtual bool rows(const double* data, size_t n, size_t width) = 0;  // n rows of `width` values, row-major
+  virtual Status end() = 0;
 };
 
 struct RunResults {

@@ -8,7 +8,8 @@
 
 namespace anasim {
 
-Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out, std::unique_ptr<Circuit>* keep) {
+Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out, std::unique_ptr<Circuit>* keep,
+                const StreamFactory* stream) {
   auto owned = std::make_unique<Circuit>();
   Circuit& c = *owned;
   struct Keep {  // hands the circuit to the caller on every return path
@@ -37,7 +38,15 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
         st = fn.temper && temperature ? run_dc_temper(fn, catalog, a, r) : run_dc(c, fn, a, idx, r);
         break;
       }
-      case AnalysisSpec::Kind::Tran: st = run_tran(c, fn, a, idx, r); break;
+      case AnalysisSpec::Kind::Tran: {
+        RowSink* sink = nullptr;
+        if (stream && *stream && fn.measures.empty()) {
+          const int k = count["tran"] + 1;
+          if (Status fs = (*stream)(k == 1 ? std::string("tran") : fmt::format("tran{}", k), sink); !fs) return fs;
+        }
+        st = run_tran(c, fn, a, idx, r, sink);
+        break;
+      }
       case AnalysisSpec::Kind::Ac: st = run_ac(c, fn, a, idx, r); break;
       case AnalysisSpec::Kind::Extension: {
         AnalysisRequest req;

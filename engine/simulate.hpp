@@ -1,5 +1,6 @@
 // Top-level entry points: parse -> elaborate -> build -> run every analysis.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include "engine/circuit.hpp"
@@ -12,8 +13,13 @@ namespace anasim {
 // which elaboration allows only when every analysis is an extension); extension analyses run in file order
 // through AnalysisType::run. If `keep` is given, the
 // circuit is moved there instead of being destroyed (callers that exit right after can skip teardown).
+// `stream` (may be null): where a transient's rows may go while it runs instead of into its result (an output
+// file written as the run goes: memory independent of the time points). Asked with the analysis's output group
+// ("tran", "tran2", ...) for each .tran whose rows nothing else reads (no .meas in the netlist); it sets the sink,
+// or leaves it null to keep the rows. The sink must outlive the call.
+using StreamFactory = std::function<Status(const std::string& group, RowSink*& sink)>;
 Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out,
-                std::unique_ptr<Circuit>* keep = nullptr);
+                std::unique_ptr<Circuit>* keep = nullptr, const StreamFactory* stream = nullptr);
 
 // Parses the file (extension picks the format), elaborates and simulates it. `analyses` (may be null): the
 // extension analysis kinds the netlist may use.

@@ -15,6 +15,7 @@
 #include <omp.h>
 #include <thread>
 #include <fmt/format.h>
+#include "circuit_helpers.hpp"
 #include "engine/output.hpp"
 #include "engine/piece_writer.hpp"
 #include "tests/hdf5_tables.hpp"
@@ -321,6 +322,72 @@ TEST_CASE("output: large csv tables (a 40,001-column op, long transient and AC t
     same = same && num(t[k + 1][0]) == ac.sweep[k] && std::abs(num(t[k + 1][1]) - 1.0) < 1e-15 &&
            std::abs(num(t[k + 1][2]) - std::atan2(ac.signals[0].im[k], ac.signals[0].re[k]) * 180.0 / kPi) < 1e-9;
   CHECK(same);
+}
+
+TEST_CASE("output: transients streamed to their CSV files while they run give write_csv's files byte for byte") {
+  // Two transients (the second from tstart, so it drops its first rows) of several sink blocks each, with the
+  // power probes and energies; an operating point between them is kept in memory as before.
+  const std::string deck =
+      "stream\nv1 in 0 pulse(0 1 0 10n 10n 300n 600n)\nr1 in a 1k\nd1 a out dm\nc1 out 0 100p\nr2 out 0 10k\n"
+      ".model dm d(is=1e-14)\n.options power\n.tran 0.1n 2u\n.op\n.tran 0.2n 2u 1u\n.end\n";
+  const fs::path kept = scratch("stream_kept"), streamed = scratch("stream_streamed");
+  fs::remove_all(streamed);
+  REQUIRE(write_csv(test::run_deck(deck), kept.string()).ok());
+
+  ParsedNetlist pn;
+  REQUIRE(parse_spice_string(deck, "deck.cir", builtin_catalog(), pn).ok());
+  FlatNetlist fn;
+  REQUIRE(elaborate(pn, builtin_catalog(), fn).ok());
+  std::vector<std::string> asked;
+  {
+    CsvOutput out;
+    REQUIRE(out.open(streamed.string()).ok());
+    StreamFactory f = [&](const std::string& group, RowSink*& sink) {
+      asked.push_back(group);
+      return out.stream(group, sink);
+    };
+    RunResults r;
+    Status st = simulate(fn, builtin_catalog(), r, nullptr, &f);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    REQUIRE(r.analyses.size() == 3);
+    CHECK(r.analyses[0].streamed);
+    CHECK_FALSE(r.analyses[1].streamed);
+    CHECK(r.analyses[2].streamed);
+    CHECK(r.analyses[0].sweep.empty());
+    CHECK(r.analyses[0].signals.at(0).re.empty());
+    CHECK(r.analyses[0].stats.timepoints > 2 * 4096);  // several blocks through the stream
+    REQUIRE(out.write(r).ok());
+  }
+  CHECK(asked == std::vector<std::string>{"tran", "tran2"});
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(kept)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"op.csv", "tran.csv", "tran2.csv"});
+  for (const std::string& f : files) {
+    CAPTURE(f);
+    CHECK(test_support::read_file((kept / f).string()) == test_support::read_file((streamed / f).string()));
+  }
+  CHECK_FALSE(has_tmp(streamed));
+
+  SUBCASE("with a .meas the rows are kept for it") {
+    pn = ParsedNetlist();
+    REQUIRE(parse_spice_string(deck.substr(0, deck.size() - 5) + ".meas tran vmax max v(out)\n.end\n", "deck.cir",
+                               builtin_catalog(), pn).ok());
+    fn = FlatNetlist();
+    REQUIRE(elaborate(pn, builtin_catalog(), fn).ok());
+    CsvOutput out;
+    REQUIRE(out.open(streamed.string()).ok());
+    bool called = false;
+    StreamFactory f = [&](const std::string& group, RowSink*& sink) {
+      called = true;
+      return out.stream(group, sink);
+    };
+    RunResults r;
+    REQUIRE(simulate(fn, builtin_catalog(), r, nullptr, &f).ok());
+    CHECK_FALSE(called);
+    CHECK_FALSE(r.analyses[0].streamed);
+    CHECK(r.analyses[0].rows() > 0);
+  }
 }
 
 TEST_CASE("output: csv overwrites existing files") {

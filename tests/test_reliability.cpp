@@ -32,10 +32,7 @@ namespace {
 
 fs::path scratch(const std::string& name) { return test_support::scratch_dir("reliability", name); }
 
-std::string read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+std::string read_all(const fs::path& p) { return test_support::read_file(p); }
 
 // Names in `dir` other than the ones listed (temporaries left behind).
 std::vector<std::string> others(const fs::path& dir, const std::vector<std::string>& expected) {
@@ -141,6 +138,22 @@ TEST_CASE("reliability: a full disk never replaces a good output") {
     CHECK(read_all(d / "csv" / "op.csv") == op_before);
     CHECK(read_all(d / "csv" / "tran.csv") == tran_before);
     CHECK(others(d / "csv", {"op.csv", "tran.csv"}).empty());
+  }
+  SUBCASE("CSV stream: the transient stops at the full disk, nothing left behind") {
+    FlatNetlist fn = flat("t\nv1 a 0 sin(0 1 1meg)\nr1 a b 1k\nc1 b 0 1n\n.tran 1n 100u\n.end\n");
+    RunResults r;
+    Status st;
+    {
+      CsvOutput out;
+      REQUIRE(out.open((d / "s").string()).ok());
+      StreamFactory f = [&](const std::string& group, RowSink*& sink) { return out.stream(group, sink); };
+      st = simulate(fn, builtin_catalog(), r, nullptr, &f);
+    }
+    REQUIRE_FALSE(st.ok());
+    CHECK_MESSAGE(contains(st.to_string(), "No space left on device"), st.to_string());
+    CHECK_MESSAGE(contains(st.to_string(), "tran.csv"), st.to_string());
+    CHECK_FALSE(fs::exists(d / "s"));  // created by the run, removed with its temporaries
+    CHECK(others(d, {}).empty());
   }
   SUBCASE("SPICE export") {
     FlatNetlist fn = flat("t\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n");
@@ -256,6 +269,29 @@ TEST_CASE("reliability: SPICE export refuses node names ngspice cannot read") {
   }
   FlatNetlist fn = flat("t\nv1 a 0 1\nr1 a 0 1k\n.op\n.end\n");
   CHECK(check_spice_names(fn).ok());
+}
+
+TEST_CASE("reliability: a transient that fails while its CSV streams leaves nothing behind") {
+  // b1 leaves sqrt's domain at t = 5 us, after 5,000 rows went to the stream.
+  FlatNetlist fn = flat("t\nv1 a 0 dc 1 pulse(1 -1 5u 1u 1u 1 2)\nr1 a 0 1k\nb1 out 0 v = sqrt(v(a))\n"
+                        "r2 out 0 1k\n.tran 1n 10u\n.end\n");
+  const fs::path d = scratch("stream_fail");
+  std::ofstream(d / "tran.csv") << "old\n";
+  RunResults r;
+  Status st;
+  {
+    CsvOutput out;
+    REQUIRE(out.open((d / "new").string()).ok());
+    CsvOutput in_place;
+    REQUIRE(in_place.open(d.string()).ok());
+    StreamFactory f = [&](const std::string& group, RowSink*& sink) { return in_place.stream(group, sink); };
+    st = simulate(fn, builtin_catalog(), r, nullptr, &f);
+  }
+  REQUIRE_FALSE(st.ok());
+  CHECK_MESSAGE(contains(st.to_string(), "sqrt of a negative argument"), st.to_string());
+  CHECK(read_all(d / "tran.csv") == "old\n");  // the previous output stays
+  CHECK_FALSE(fs::exists(d / "new"));           // an output directory the run created is removed
+  CHECK(others(d, {"tran.csv"}).empty());
 }
 
 TEST_CASE("reliability: transient point-count guard") {

@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <system_error>
 #include <unistd.h>
@@ -26,6 +28,12 @@ inline std::filesystem::path scratch_dir(const std::string& area, const std::str
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
+}
+
+// The bytes of a file ("" if it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 // True if `part` occurs in `s`.
