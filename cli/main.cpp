@@ -268,6 +268,7 @@ static int run_command(int argc, char** argv) {
 // and writes, and a failure on any rank ends every rank (dist::fail) instead of leaving the others waiting.
 int main(int argc, char** argv) {
   dist::init(&argc, &argv);
+  remove_temporaries_on_signals();
   if (!dist::is_root())
     if (const int devnull = ::open("/dev/null", O_WRONLY); devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
   int rc = 1;

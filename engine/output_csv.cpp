@@ -415,12 +415,14 @@ struct CsvOutput::Impl {
   std::string dir;
   bool created = false;    // open() created dir: removed again (if still empty) unless write() succeeds
   bool written = false;
+  int slot = -1;           // register_cleanup's slot of a created dir
   OutputSet set;
   std::map<std::string, std::unique_ptr<CsvStream>> streams;  // by group
 };
 
 CsvOutput::CsvOutput() : impl_(std::make_unique<Impl>()) {}
 CsvOutput::~CsvOutput() {
+  unregister_cleanup(impl_->slot);
   if (!impl_->created || impl_->written) return;
   const std::string dir = impl_->dir;
   impl_.reset();  // the streams and the set's temporaries first
@@ -432,7 +434,9 @@ Status CsvOutput::open(const std::string& dir) {
   impl_->dir = dir;
   std::error_code ec;
   impl_->created = !fs::exists(dir, ec);
-  return make_directory(dir);
+  if (Status st = make_directory(dir); !st) return st;
+  if (impl_->created) impl_->slot = register_cleanup(dir, true);
+  return {};
 }
 
 Status CsvOutput::stream(const std::string& group, RowSink*& sink) {
@@ -454,6 +458,10 @@ Status CsvOutput::write(const RunResults& r) {
   if (Status st = write_files(r, impl_->dir, impl_->set); !st) return st;
   Status st = impl_->set.commit();
   impl_->written = st.ok();
+  if (impl_->written) {
+    unregister_cleanup(impl_->slot);
+    impl_->slot = -1;
+  }
   return st;
 }
 

@@ -1,6 +1,9 @@
 // Output files written through unique temporaries and checked renames (see output_file.hpp).
 #include "engine/output_file.hpp"
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fcntl.h>
@@ -38,7 +41,53 @@ const char* file_kind(mode_t m) {
   return "not a regular file";
 }
 
+// What exists only while an output is being written (temporaries, a directory a CSV run created), for
+// remove_temporaries_on_signals' handler: fixed slots, each a path and a state set with atomic stores, so that
+// the handler only reads them and calls unlink / rmdir (async-signal-safe). More at once than the slots hold
+// go unregistered (removed as usual, only not on a signal).
+constexpr int kCleanupSlots = 64;
+struct CleanupSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled or emptied, 2 a file, 3 a directory
+  char path[PATH_MAX];
+};
+CleanupSlot g_cleanup[kCleanupSlots];
+
+extern "C" void remove_and_reraise(int sig) {
+  for (int kind : {2, 3})
+    for (CleanupSlot& s : g_cleanup)
+      if (s.state.load(std::memory_order_acquire) == kind) kind == 2 ? ::unlink(s.path) : ::rmdir(s.path);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 }  // namespace
+
+int register_cleanup(const std::string& path, bool directory) {
+  if (path.size() >= PATH_MAX) return -1;
+  for (int i = 0; i < kCleanupSlots; ++i) {
+    int expected = 0;
+    if (!g_cleanup[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    std::memcpy(g_cleanup[i].path, path.c_str(), path.size() + 1);
+    g_cleanup[i].state.store(directory ? 3 : 2, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_cleanup(int slot) {
+  if (slot >= 0 && slot < kCleanupSlots) g_cleanup[slot].state.store(0, std::memory_order_release);
+}
+
+void remove_temporaries_on_signals() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction sa {};
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // ignored stays ignored
+    sa.sa_handler = remove_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
 
 bool is_stdout_name(const std::string& path) {
   return path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1";
@@ -76,11 +125,11 @@ Status OutputFile::open(const std::string& target) {
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) return io_error(target, errno);
   tmp_ = tmpl;
+  slot_ = register_cleanup(tmp_, false);
   if (::fchmod(fd, 0666 & ~process_umask()) != 0 || !(f_ = ::fdopen(fd, "wb"))) {
     const int e = errno;
     ::close(fd);
-    ::unlink(tmp_.c_str());
-    tmp_.clear();
+    remove_tmp();
     return io_error(target, e);
   }
   return {};
@@ -110,8 +159,7 @@ Status OutputFile::finish() {
   if (std::fclose(f_) != 0 && !err) err = errno;
   f_ = nullptr;
   if (err) {
-    ::unlink(tmp_.c_str());
-    tmp_.clear();
+    remove_tmp();
     return io_error(target_, err);
   }
   finished_ = true;
@@ -131,15 +179,23 @@ Status OutputFile::rename() {
     discard();
     return io_error(target_, e);
   }
+  unregister_cleanup(slot_);
+  slot_ = -1;
   tmp_.clear();
   return {};
+}
+
+void OutputFile::remove_tmp() {
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  unregister_cleanup(slot_);
+  slot_ = -1;
+  tmp_.clear();
 }
 
 void OutputFile::discard() {
   if (f_ && !to_stdout_) std::fclose(f_);
   f_ = nullptr;
-  if (!tmp_.empty()) ::unlink(tmp_.c_str());
-  tmp_.clear();
+  remove_tmp();
   finished_ = false;
 }
 

@@ -47,6 +47,8 @@ class OutputFile {
   std::FILE* f_ = nullptr;
   std::string target_;
   std::string tmp_;        // empty for stdout
+  int slot_ = -1;          // register_cleanup's slot of tmp_
+  void remove_tmp();       // unlinks and forgets tmp_
   bool to_stdout_ = false;
   bool finished_ = false;
   int err_ = 0;            // first errno seen by write()
@@ -68,6 +70,15 @@ class OutputSet {
  private:
   std::vector<std::unique_ptr<OutputFile>> files_;
 };
+
+// A command-line program's outputs on SIGINT, SIGTERM and SIGHUP: the handler removes every temporary being
+// written (and the directories registered below), then dies of the signal as it would have. Signals the process
+// ignores stay ignored. Not for libraries (the Python module leaves its host's handlers alone).
+void remove_temporaries_on_signals();
+// The registry the handler reads: a path removed on those signals until unregistered (`directory`: rmdir, after the
+// files). Returns the slot, or -1 when every slot is taken (the path is then not removed on a signal).
+int register_cleanup(const std::string& path, bool directory);
+void unregister_cleanup(int slot);
 
 // Flushes stdout and reports a write error on it (full disk, closed pipe) as a failed Status, so that a command
 // whose printed output was lost exits non-zero.

@@ -4,6 +4,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <csignal>
 #include <unistd.h>
 #include <zlib.h>
 #include <cstdlib>
@@ -292,6 +294,41 @@ TEST_CASE("reliability: a transient that fails while its CSV streams leaves noth
   CHECK(read_all(d / "tran.csv") == "old\n");  // the previous output stays
   CHECK_FALSE(fs::exists(d / "new"));           // an output directory the run created is removed
   CHECK(others(d, {"tran.csv"}).empty());
+}
+
+TEST_CASE("reliability: a run stopped by SIGTERM or SIGINT while its CSV streams leaves no temporary") {
+  const fs::path d = scratch("stream_signal");
+  const fs::path deck = d / "long.cir";
+  std::ofstream(deck) << "long\nv1 a 0 sin(0 1 1k)\nr1 a b 1k\nc1 b 0 1u\n.tran 0.2u 1 0 0.2u\n.end\n";
+  for (int sig : {SIGTERM, SIGINT}) {
+    CAPTURE(sig);
+    const fs::path out = d / "out";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, STDOUT_FILENO);
+      ::dup2(devnull, STDERR_FILENO);
+      ::execl(ANASIM_BINARY, ANASIM_BINARY, "run", deck.c_str(), "--csv", out.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Wait for the stream's temporary (the run has 5 million points: seconds), then stop the run.
+    bool streaming = false;
+    for (int k = 0; k < 4000 && !streaming; ++k) {
+      std::error_code ec;
+      if (fs::exists(out, ec))
+        for (const auto& e : fs::directory_iterator(out, ec))
+          streaming = streaming || e.path().filename().string().rfind(".tran.csv.", 0) == 0;
+      if (!streaming) ::usleep(5000);
+    }
+    CHECK(streaming);
+    ::kill(pid, sig);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status));
+    if (WIFSIGNALED(status)) CHECK(WTERMSIG(status) == sig);
+    CHECK_FALSE(fs::exists(out));  // the temporary and the directory the run created are gone
+  }
 }
 
 TEST_CASE("reliability: transient point-count guard") {
