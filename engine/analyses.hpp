@@ -58,7 +58,7 @@ class Recorder {
  private:
   static constexpr size_t kBufferBytes = size_t(16) << 20;  // rows buffered: at most this many bytes
   static constexpr size_t kMaxRows = 64;                    // and this many rows
-  static constexpr size_t kSinkBytes = size_t(1) << 20;     // streaming: blocks of at most this many bytes
+  static constexpr size_t kSinkBytes = size_t(256) << 10;   // streaming: blocks of at most this many bytes
   static constexpr size_t kSinkRows = 4096;                 // and this many rows
   const std::vector<int>& out_;
   AnalysisResult& res_;

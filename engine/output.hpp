@@ -27,7 +27,7 @@ Status write_csv(const RunResults& r, const std::string& dir);
 // commits them all together, all or none, as write_csv does. Destroyed without write(): nothing is replaced.
 class CsvOutput {
  public:
-  static constexpr size_t kQueueBytes = size_t(32) << 20;
+  static constexpr size_t kQueueBytes = size_t(4) << 20;
   CsvOutput();
   ~CsvOutput();
   CsvOutput(const CsvOutput&) = delete;
