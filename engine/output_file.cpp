@@ -47,10 +47,10 @@ const char* file_kind(mode_t m) {
 // go unregistered (removed as usual, only not on a signal).
 constexpr int kCleanupSlots = 64;
 struct CleanupSlot {
-  std::atomic<int> state{0};  // 0 free, 1 being filled or emptied, 2 a file, 3 a directory
+  std::atomic<int> state;  // 0 free, 1 being filled or emptied, 2 a file, 3 a directory
   char path[PATH_MAX];
 };
-CleanupSlot g_cleanup[kCleanupSlots];
+CleanupSlot g_cleanup[kCleanupSlots];  // zero-initialized (no constructor runs: no page touched at start-up)
 
 extern "C" void remove_and_reraise(int sig) {
   for (int kind : {2, 3})

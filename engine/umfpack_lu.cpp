@@ -55,6 +55,8 @@ UmfpackLU<T>::~UmfpackLU() {
 
 template <class T>
 void UmfpackLU<T>::free_numeric() {
+  plain_.reset();
+  solves_ = 0;
   if (!numeric_) return;
   if constexpr (kReal<T>) long_indices() ? umfpack_dl_free_numeric(&numeric_) : umfpack_di_free_numeric(&numeric_);
   else long_indices() ? umfpack_zl_free_numeric(&numeric_) : umfpack_zi_free_numeric(&numeric_);
@@ -158,10 +160,131 @@ bool UmfpackLU<T>::factor(const T* Ax) {
 template <class T>
 void UmfpackLU<T>::set_refinement(bool on) {
   control_[UMFPACK_IRSTEP] = on ? 2 : 0;
+  // Refinement is UMFPACK's: a factorization held only in plain arrays is factored again (from its values).
+  if (on && plain_ && !numeric_) {
+    const std::vector<T> a = ax_;
+    factor(a.data());
+  }
+}
+
+template <class T>
+bool UmfpackLU<T>::make_plain() {
+  if constexpr (!kReal<T>) {
+    return false;
+  } else {
+    int lnz = 0, unz = 0, nr = 0, nc = 0, nzud = 0;
+    if (umfpack_di_get_lunz(&lnz, &unz, &nr, &nc, &nzud, numeric_) != UMFPACK_OK || nr != n_ || nc != n_ ||
+        nzud != n_)
+      return false;
+    // UMFPACK's forms: L by rows and U by columns, each with its diagonal, indices ascending.
+    auto p = std::make_unique<Plain>();
+    std::vector<int> Up(n_ + 1), Ui(unz);
+    std::vector<double> Ux(unz);
+    p->Lp.resize(n_ + 1);
+    p->Lj.resize(lnz);
+    p->Lx.resize(lnz);
+    p->P.resize(n_);
+    p->Q.resize(n_);
+    p->Rs.resize(n_);
+    int recip = 0;
+    if (umfpack_di_get_numeric(p->Lp.data(), p->Lj.data(), p->Lx.data(), Up.data(), Ui.data(), Ux.data(),
+                               p->P.data(), p->Q.data(), nullptr, &recip, p->Rs.data(), numeric_) != UMFPACK_OK)
+      return false;
+    for (int i = 0; i < n_; ++i)  // each row of L ends in its unit diagonal, each column of U in its diagonal
+      if (p->Lp[i + 1] == p->Lp[i] || p->Lj[p->Lp[i + 1] - 1] != i || Up[i + 1] == Up[i] || Ui[Up[i + 1] - 1] != i)
+        return false;
+    umfpack_di_free_numeric(&numeric_);  // from here on the plain arrays are the factorization
+    numeric_ = nullptr;
+    p->recip = recip != 0;
+    // L without its diagonal, compacted in place.
+    int at = 0;
+    for (int i = 0; i < n_; ++i) {
+      const int b = p->Lp[i], e = p->Lp[i + 1] - 1;
+      p->Lp[i] = at;
+      for (int q = b; q < e; ++q, ++at) {
+        p->Lj[at] = p->Lj[q];
+        p->Lx[at] = p->Lx[q];
+      }
+    }
+    p->Lp[n_] = at;
+    p->Lj.resize(at);
+    p->Lx.resize(at);
+    p->Lj.shrink_to_fit();
+    p->Lx.shrink_to_fit();
+    // U transposed into row form (columns in order: each row's entries come out ascending), its diagonal apart.
+    p->Udiag.resize(n_);
+    p->Up.assign(n_ + 1, 0);
+    for (int k = 0; k < n_; ++k) {
+      p->Udiag[k] = Ux[Up[k + 1] - 1];
+      for (int q = Up[k]; q < Up[k + 1] - 1; ++q) ++p->Up[Ui[q] + 1];
+    }
+    for (int i = 0; i < n_; ++i) p->Up[i + 1] += p->Up[i];
+    p->Uj.resize(p->Up[n_]);
+    p->Ux.resize(p->Up[n_]);
+    std::vector<int> next(p->Up.begin(), p->Up.end() - 1);
+    for (int k = 0; k < n_; ++k)
+      for (int q = Up[k]; q < Up[k + 1] - 1; ++q) {
+        const int to = next[Ui[q]]++;
+        p->Uj[to] = k;
+        p->Ux[to] = Ux[q];
+      }
+    p->y.resize(n_);
+    plain_ = std::move(p);
+    return true;
+  }
+}
+
+template <class T>
+void UmfpackLU<T>::plain_solve(double* b) {
+  Plain& p = *plain_;
+  const int n = n_;
+  double* y = p.y.data();
+  const int* P = p.P.data();
+  const double* Rs = p.Rs.data();
+  if (p.recip) {
+    for (int k = 0; k < n; ++k) y[k] = b[P[k]] * Rs[P[k]];
+  } else {
+    for (int k = 0; k < n; ++k) y[k] = b[P[k]] / Rs[P[k]];
+  }
+  // L z = y: each row a dot product with the entries before it (two partial sums, for the loads' latency).
+  const int *Lp = p.Lp.data(), *Lj = p.Lj.data();
+  const double* Lx = p.Lx.data();
+  for (int i = 0; i < n; ++i) {
+    double s0 = 0, s1 = 0;
+    int q = Lp[i];
+    const int e = Lp[i + 1];
+    for (; q + 1 < e; q += 2) {
+      s0 += Lx[q] * y[Lj[q]];
+      s1 += Lx[q + 1] * y[Lj[q + 1]];
+    }
+    if (q < e) s0 += Lx[q] * y[Lj[q]];
+    y[i] -= s0 + s1;
+  }
+  // U w = z, from the last row up.
+  const int *Up = p.Up.data(), *Uj = p.Uj.data();
+  const double *Ux = p.Ux.data(), *D = p.Udiag.data();
+  for (int i = n - 1; i >= 0; --i) {
+    double s0 = 0, s1 = 0;
+    int q = Up[i];
+    const int e = Up[i + 1];
+    for (; q + 1 < e; q += 2) {
+      s0 += Ux[q] * y[Uj[q]];
+      s1 += Ux[q + 1] * y[Uj[q + 1]];
+    }
+    if (q < e) s0 += Ux[q] * y[Uj[q]];
+    y[i] = (y[i] - (s0 + s1)) / D[i];
+  }
+  const int* Q = p.Q.data();
+  for (int k = 0; k < n; ++k) b[Q[k]] = y[k];
 }
 
 template <class T>
 void UmfpackLU<T>::solve(T* b) {
+  if constexpr (kReal<T>) {
+    if (plain_) return plain_solve(b);
+    if (++solves_ == kPlainAfterSolves && control_[UMFPACK_IRSTEP] == 0 && !long_indices() && make_plain())
+      return plain_solve(b);
+  }
   BlasThreads blas(kBlasThreads);
   double *c = control_.data(), *in = info_.data();
   if (long_indices()) {

@@ -368,6 +368,60 @@ TEST_CASE("sparse LU: UMFPACK with 64-bit indices and with a shared analysis sol
   CHECK(worst / big < 1e-13);
 }
 
+TEST_CASE("sparse LU: UMFPACK's factors copied into plain arrays solve what UMFPACK solves") {
+  // An unsymmetric grid (each off-diagonal entry scaled differently), so that the rows are scaled and pivoted.
+  Csc A = mna_grid(50, 30, 1e-2);
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
+      if (A.innerIndexPtr()[p] != c) A.valuePtr()[p] *= 1.0 + 0.3 * std::sin(0.7 * p);
+  const int n = static_cast<int>(A.rows());
+  auto rhs = [&](int seed) {
+    std::vector<double> b(n);
+    for (int k = 0; k < n; ++k) b[k] = std::cos(0.37 * k * seed) * (k % 7 == 0 ? 1e-3 : 1.0);
+    return b;
+  };
+  auto residual = [&](const std::vector<double>& x, const std::vector<double>& b) {
+    Eigen::Map<const Eigen::VectorXd> xs(x.data(), n), bs(b.data(), n);
+    return (A * xs - bs).norm() / bs.norm();
+  };
+  UmfpackLU<double> ref, lu;
+  ref.set_refinement(false);
+  lu.set_refinement(false);
+  REQUIRE(ref.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+  lu.share_analysis(ref);
+  REQUIRE(lu.factor(A.valuePtr()));
+  for (int seed = 1; seed <= 4; ++seed) {
+    CAPTURE(seed);
+    REQUIRE(ref.factor(A.valuePtr()));  // a fresh factorization: its first solve is UMFPACK's own
+    std::vector<double> b = rhs(seed), x = b, y = b;
+    ref.solve(x.data());
+    CHECK_FALSE(ref.plain());
+    lu.solve(y.data());
+    CHECK(lu.plain() == (seed >= UmfpackLU<double>::kPlainAfterSolves));
+    // The same solution to rounding: the sums' order differs (without refinement UMFPACK's own residual on this
+    // matrix is ~1e-12).
+    CHECK(max_rel_diff(x, y) < 1e-10);
+    CHECK(residual(y, b) < 4 * residual(x, b) + 1e-15);
+  }
+  // Refinement asked for again: the factorization is UMFPACK's again (factored from its values).
+  lu.set_refinement(true);
+  CHECK_FALSE(lu.plain());
+  std::vector<double> b = rhs(5), y = b;
+  lu.solve(y.data());
+  CHECK(residual(y, b) < 1e-13);
+  // New values: the plain arrays go with the old factorization.
+  lu.set_refinement(false);
+  for (int k = 0; k < A.nonZeros(); ++k) A.valuePtr()[k] *= 2;
+  REQUIRE(lu.factor(A.valuePtr()));
+  CHECK_FALSE(lu.plain());
+  for (int k = 0; k < 3; ++k) {
+    y = b;
+    lu.solve(y.data());
+    CHECK(residual(y, b) < 1e-10);
+  }
+  CHECK(lu.plain());
+}
+
 TEST_CASE("sparse LU: UMFPACK names a singular unknown through KLU") {
   Csc A = mna_grid(60, 40, 1e-2);
   const int dead = 1234;
