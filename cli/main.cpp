@@ -153,7 +153,8 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   const double t_sim = since(t1);
   t1 = std::chrono::steady_clock::now();
   if (!h5.empty()) {
-    if (Status st = write_hdf5(r, h5); !st) return report(st);
+    // Written last (no CSV) and only summarised after: its waveforms go as they are written.
+    if (Status st = csv.empty() ? write_hdf5(std::move(r), h5) : write_hdf5(r, h5); !st) return report(st);
     if (is_stdout_name(h5)) ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the file went to stdout: summary to stderr
   }
   if (!csv.empty())

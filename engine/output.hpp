@@ -14,6 +14,9 @@ namespace anasim {
 // "unit" attribute on each dataset, solver statistics and summary scalars as attributes of the group; title and netlist path
 // as attributes of the root.
 Status write_hdf5(const RunResults& r, const std::string& path);
+// The same, freeing each signal's values as they go into the file image (r keeps its names, statistics and
+// summaries; its waveforms are empty afterwards): a large result is not held twice.
+Status write_hdf5(RunResults&& r, const std::string& path);
 
 // CSV: DIR/op.csv, DIR/dc.csv, DIR/tran.csv, DIR/ac.csv (tran2.csv ... when repeated), created if needed.
 // Header row of lower-case signal names; first column the sweep variable (not in op.csv);

@@ -6,6 +6,7 @@
 // names are stored as given ("a/b" next to "a|b"). Built in memory and written by OutputFile.
 #include "engine/output.hpp"
 #include "engine/output_hdf5.hpp"
+#include <malloc.h>
 #include "engine/output_file.hpp"
 #include <algorithm>
 #include <cmath>
@@ -137,15 +138,26 @@ void names_dataset(H5::Group& g, const char* name, const std::vector<const Signa
 
 // The signals of one unit as a table group: "names" (size n), "values" (n x points) or, for AC, "magnitude" and
 // "phase" [deg] (n x points each); the unit as an attribute of the group and of each matrix.
+// `release`: each signal's values are freed once copied (write_hdf5(RunResults&&)), and the freed heap pages handed
+// back every 64 MB.
 void signal_table(H5::Group& parent, const std::string& link, const std::string& unit,
-                  const std::vector<const Signal*>& signals, hsize_t points, bool complex) {
+                  const std::vector<const Signal*>& signals, hsize_t points, bool complex, bool release) {
   H5::Group t = parent.createGroup(link);
   attr_string(t, "unit", unit);
   names_dataset(t, "names", signals);
   const hsize_t n = signals.size();
   if (!complex) {
+    std::size_t freed = 0;
     matrix_dataset(t, "values", n, points, unit, [&](hsize_t k, double* row) {
       std::copy(signals[k]->re.begin(), signals[k]->re.end(), row);
+      if (!release) return;
+      std::vector<double>& re = const_cast<Signal*>(signals[k])->re;  // a non-const result (RunResults&&)
+      freed += re.capacity() * sizeof(double);
+      std::vector<double>().swap(re);
+      if (freed >= (std::size_t(64) << 20)) {
+        ::malloc_trim(0);
+        freed = 0;
+      }
     });
     return;
   }
@@ -159,7 +171,7 @@ void signal_table(H5::Group& parent, const std::string& link, const std::string&
   });
 }
 
-void write_analysis(H5::H5File& file, const AnalysisResult& a) {
+void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release) {
   H5::Group g = create_group(file, link_name(a.group, "analysis"));
   LinkNames names;
   attr_string(g, "kind", a.kind);
@@ -219,7 +231,7 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a) {
     it->second.push_back(&s);
   }
   for (const auto& [unit, signals] : tables)
-    signal_table(g, names.add(table_name(unit), "values"), unit, signals, points, a.complex());
+    signal_table(g, names.add(table_name(unit), "values"), unit, signals, points, a.complex(), release);
 }
 
 // /mc: per-trial values of every measurement ("/" in measurement names becomes a subgroup).
@@ -352,7 +364,9 @@ std::string hdf5_error_text(const H5::Exception& e) {
   return msg;
 }
 
-Status write_hdf5(const RunResults& r, const std::string& path) {
+namespace {
+
+Status write_file(const RunResults& r, const std::string& path, bool release) {
   H5::Exception::dontPrint();
   if (!is_stdout_name(path))
     if (Status st = check_output_target(path); !st) return st;
@@ -372,7 +386,7 @@ Status write_hdf5(const RunResults& r, const std::string& path) {
       H5::Attribute u = file.createAttribute("unknowns", H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR));
       u.write(H5::PredType::NATIVE_INT, &r.unknowns);
     }
-    for (const auto& a : r.analyses) write_analysis(file, a);
+    for (const auto& a : r.analyses) write_analysis(file, a, release);
     if (r.mc.trials > 0) write_mc(file, r.mc);
     return image.save(file, path);
   } catch (const H5::Exception& e) {
@@ -381,5 +395,11 @@ Status write_hdf5(const RunResults& r, const std::string& path) {
     return Status::fail(ErrorKind::Other, fmt::format("cannot write HDF5 file '{}': {}", path, e.what()));
   }
 }
+
+}  // namespace
+
+Status write_hdf5(const RunResults& r, const std::string& path) { return write_file(r, path, false); }
+
+Status write_hdf5(RunResults&& r, const std::string& path) { return write_file(r, path, true); }
 
 }  // namespace anasim

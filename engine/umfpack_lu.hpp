@@ -52,7 +52,7 @@ class UmfpackLU {
   // 5.7 M entries of L and U; the copy takes ~40 ms) measured 31.6 -> 28.4 s, with 12 bytes per entry held
   // instead of UMFPACK's ~9 (peak 1.11 -> 1.40 GB). The same solution up to rounding (the sums' order differs).
   void solve(T* b);
-  static constexpr long kPlainAfterSolves = 2;
+  static constexpr long kPlainAfterSolves = 3;  // (2: an operating point with power probes, one extra solve, would copy)
   bool plain() const { return plain_ != nullptr; }  // the factorization is held in the plain arrays
   long factorizations() const { return n_factor_; }
   // Iterative refinement in solve() (default on, UMFPACK's default of up to 2 steps) or none.

@@ -434,6 +434,43 @@ TEST_CASE("output: csv failures are reported and leave no temporary file") {
   }
 }
 
+TEST_CASE("output: hdf5 from a result given away holds what the kept result's file holds, the waveforms freed") {
+  const fs::path dir = scratch("hdf5_release");
+  RunResults r = sample();
+  // A large transient beside the sample's analyses: 3,000 signals of 5,000 points (120 MB), several trims.
+  AnalysisResult big;
+  big.kind = "tran";
+  big.group = "tran9";
+  big.sweep_name = "time";
+  big.sweep_unit = "s";
+  for (int k = 0; k < 5000; ++k) big.sweep.push_back(k * 1e-9);
+  for (int j = 0; j < 3000; ++j) {
+    Signal sg{fmt::format("v(n{})", j), "V", {}, {}};
+    for (int k = 0; k < 5000; ++k) sg.re.push_back(std::sin(0.001 * k * (j + 1)));
+    big.signals.push_back(std::move(sg));
+  }
+  r.analyses.push_back(std::move(big));
+  const Status kept = write_hdf5(r, (dir / "kept.h5").string());
+  REQUIRE_MESSAGE(kept.ok(), kept.to_string());
+  RunResults given = r;
+  REQUIRE(write_hdf5(std::move(given), (dir / "given.h5").string()).ok());
+  for (const AnalysisResult& a : given.analyses) {
+    CAPTURE(a.group);
+    for (const Signal& sg : a.signals)
+      if (!a.complex()) CHECK(sg.re.empty());
+  }
+  CHECK(given.analyses[0].stats.newton_iterations == r.analyses[0].stats.newton_iterations);
+  H5::H5File a((dir / "kept.h5").string(), H5F_ACC_RDONLY), b((dir / "given.h5").string(), H5F_ACC_RDONLY);
+  for (const AnalysisResult& an : r.analyses) {
+    if (an.complex()) continue;
+    CAPTURE(an.group);
+    const auto sa = test_support::read_signals(a.openGroup(an.group)), sb = test_support::read_signals(b.openGroup(an.group));
+    CHECK(sa.size() == an.signals.size());
+    CHECK(sa == sb);
+  }
+  CHECK(test_support::read_signals(b.openGroup("tran9")).at("v(n2999)") == r.analyses.back().signals.back().re);
+}
+
 TEST_CASE("output: hdf5 groups, datasets and attributes") {
   const fs::path dir = scratch("hdf5");
   const fs::path file = dir / "run.h5";
