@@ -68,14 +68,18 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   integ.start_from_dc(ctx);
   if (meter) meter->start_energies(!a.uic);  // energies from 0 at t = 0; with uic t = 0 is not solved (no powers)
 
-  // False once the output stream has failed (a full disk): the run stops and finish() reports it.
+  // False once the output stream has failed (a full disk): the run stops with the stream's error.
+  auto stream_failed = [&]() {
+    Status st = rec.finish();
+    return st ? Status::fail(ErrorKind::Other, "transient output stream failed") : st;
+  };
   auto record = [&](double t) {
     if (t < a.tstart * (1 - 1e-12)) return true;
     if (!sink) res.sweep.push_back(t);
     return rec.record(s.x().data(), t);
   };
   // With uic the t = 0 unknowns are not solved (only the states are set), so like ngspice no row is written.
-  if (!a.uic && !record(0.0)) return rec.finish();
+  if (!a.uic && !record(0.0)) return stream_failed();
 
   // Step control follows ngspice 39's DCtran: breakpoints closer than min_break after t are dropped; at a
   // breakpoint the order drops to 1 and the step to 0.1 x min(step before the cut, distance to the next
@@ -150,7 +154,7 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
       meter->evaluate(s.x().data(), s);
       meter->integrate(integ);
     }
-    if (!record(t)) return rec.finish();
+    if (!record(t)) return stream_failed();
     sc.at_break = t >= bp;
     if (sc.at_break) bp = next_break(t);
   }
