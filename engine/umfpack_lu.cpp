@@ -234,6 +234,23 @@ bool UmfpackLU<T>::make_plain() {
   }
 }
 
+namespace {
+
+// sum of val[q] * y[idx[q]] for q in [b, e): one row of a sparse triangular factor (two partial sums, for the
+// loads' latency).
+inline double row_dot(const int* idx, const double* val, int b, int e, const double* y) {
+  double s0 = 0, s1 = 0;
+  int q = b;
+  for (; q + 1 < e; q += 2) {
+    s0 += val[q] * y[idx[q]];
+    s1 += val[q + 1] * y[idx[q + 1]];
+  }
+  if (q < e) s0 += val[q] * y[idx[q]];
+  return s0 + s1;
+}
+
+}  // namespace
+
 template <class T>
 void UmfpackLU<T>::plain_solve(double* b) {
   Plain& p = *plain_;
@@ -246,34 +263,11 @@ void UmfpackLU<T>::plain_solve(double* b) {
   } else {
     for (int k = 0; k < n; ++k) y[k] = b[P[k]] / Rs[P[k]];
   }
-  // L z = y: each row a dot product with the entries before it (two partial sums, for the loads' latency).
-  const int *Lp = p.Lp.data(), *Lj = p.Lj.data();
-  const double* Lx = p.Lx.data();
-  for (int i = 0; i < n; ++i) {
-    double s0 = 0, s1 = 0;
-    int q = Lp[i];
-    const int e = Lp[i + 1];
-    for (; q + 1 < e; q += 2) {
-      s0 += Lx[q] * y[Lj[q]];
-      s1 += Lx[q + 1] * y[Lj[q + 1]];
-    }
-    if (q < e) s0 += Lx[q] * y[Lj[q]];
-    y[i] -= s0 + s1;
-  }
-  // U w = z, from the last row up.
-  const int *Up = p.Up.data(), *Uj = p.Uj.data();
-  const double *Ux = p.Ux.data(), *D = p.Udiag.data();
-  for (int i = n - 1; i >= 0; --i) {
-    double s0 = 0, s1 = 0;
-    int q = Up[i];
-    const int e = Up[i + 1];
-    for (; q + 1 < e; q += 2) {
-      s0 += Ux[q] * y[Uj[q]];
-      s1 += Ux[q + 1] * y[Uj[q + 1]];
-    }
-    if (q < e) s0 += Ux[q] * y[Uj[q]];
-    y[i] = (y[i] - (s0 + s1)) / D[i];
-  }
+  // L z = y, then U w = z from the last row up: each row a dot product with the entries solved before it.
+  const int *Lp = p.Lp.data(), *Lj = p.Lj.data(), *Up = p.Up.data(), *Uj = p.Uj.data();
+  const double *Lx = p.Lx.data(), *Ux = p.Ux.data(), *D = p.Udiag.data();
+  for (int i = 0; i < n; ++i) y[i] -= row_dot(Lj, Lx, Lp[i], Lp[i + 1], y);
+  for (int i = n - 1; i >= 0; --i) y[i] = (y[i] - row_dot(Uj, Ux, Up[i], Up[i + 1], y)) / D[i];
   const int* Q = p.Q.data();
   for (int k = 0; k < n; ++k) b[Q[k]] = y[k];
 }
