@@ -13,7 +13,7 @@
 
 namespace anasim {
 
-using namespace detail;  // expr_impl.hpp, expr_parser.hpp
+using namespace expr_impl;  // expr_impl.hpp, expr_parser.hpp
 
 const double* Scope::find(const std::string& name) const {
   for (const Scope* s = this; s; s = s->parent_) {
@@ -46,7 +46,7 @@ double suffix_scale(std::string_view letters) {
 
 }  // namespace
 
-namespace detail {
+namespace expr_impl {
 
 NumScan scan_number(std::string_view s, size_t pos, double& value, size_t& end) {
   size_t p = pos;
@@ -118,7 +118,7 @@ void strip_wrappers(const std::string& text, size_t& b, size_t& e) {
   }
 }
 
-}  // namespace detail
+}  // namespace expr_impl
 
 namespace {
 

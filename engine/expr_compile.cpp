@@ -13,7 +13,7 @@
 
 namespace anasim {
 
-using namespace detail;  // expr_impl.hpp, expr_parser.hpp
+using namespace expr_impl;  // expr_impl.hpp, expr_parser.hpp
 
 namespace {
 
@@ -83,8 +83,8 @@ class ExprCompiler {
     ExprOp op = ExprOp::Const;
     for (const BFunc& f : kBFuncs)
       if (name == f.name) op = f.op;
-    if (op == ExprOp::Min || op == ExprOp::Max) {  // the arguments are on the stack in order: fold left
-      Value acc = args.back();  // the stack holds args[0..n) in order: fold from the right
+    if (op == ExprOp::Min || op == ExprOp::Max) {  // args[0..n) in stack order, folded from the right
+      Value acc = args.back();
       for (size_t k = args.size() - 1; k-- > 0;)
         if (std::string e = apply(op, {args[k], acc}, acc); !e.empty()) return e;
       v = acc;

@@ -1,6 +1,6 @@
 // Internal to the expression language (expr.cpp, expr_compile.cpp, expr_tape.cpp and the parser in expr_parser.hpp):
 // the character classes, the number scanner, the function tables and the helpers more than one of those files uses,
-// in anasim::detail. Not for use outside them.
+// in anasim::expr_impl. Not for use outside them.
 #pragma once
 #include <cctype>
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <vector>
 #include "engine/expr.hpp"
 
-namespace anasim::detail {
+namespace anasim::expr_impl {
 
 inline bool is_alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 inline bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
@@ -77,4 +77,4 @@ inline const BFunc kBFuncs[] = {
     {"ternary_fcn", ExprOp::Const, 3, 3}, {"pwl", ExprOp::Const, 5, -1},
 };
 
-}  // namespace anasim::detail
+}  // namespace anasim::expr_impl

@@ -1,6 +1,6 @@
 // Internal to the expression language: the recursive-descent parser of both expression kinds, a template over the
 // back end it feeds (its Sink): EvalSink in expr.cpp evaluates parameter expressions, ExprCompiler in
-// expr_compile.cpp compiles behavioural ones to a tape. In anasim::detail; not for use outside those files.
+// expr_compile.cpp compiles behavioural ones to a tape. In anasim::expr_impl; not for use outside those files.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -11,7 +11,7 @@
 #include "engine/expr_impl.hpp"
 #include "engine/netlist.hpp"
 
-namespace anasim::detail {
+namespace anasim::expr_impl {
 
 constexpr int kMaxDepth = 200;
 
@@ -19,7 +19,7 @@ constexpr int kMaxDepth = 200;
 enum class Bin { Add, Sub, Mul, Div, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 
 // Recursive-descent parser shared by the two expression kinds. The Sink gives the values their meaning:
-// EvalSink computes numbers (parameter expressions), CompileSink emits a tape (behavioural expressions).
+// EvalSink computes numbers (parameter expressions), ExprCompiler (expr_compile.cpp) emits a tape (behavioural expressions).
 // Sink::Value is what each sub-expression yields; sink operations return "" or an error message.
 template <class Sink>
 class ExprParser {
@@ -330,4 +330,4 @@ class ExprParser {
   }
 };
 
-}  // namespace anasim::detail
+}  // namespace anasim::expr_impl

@@ -11,7 +11,7 @@
 
 namespace anasim {
 
-using namespace detail;  // expr_impl.hpp
+using namespace expr_impl;  // expr_impl.hpp
 
 namespace {
 
@@ -108,7 +108,7 @@ D2 binary_op(ExprOp op, double a, double b) {
 
 }  // namespace
 
-namespace detail {
+namespace expr_impl {
 
 double fold_value(ExprOp op, const double* v) {
   switch (arity(op)) {
@@ -120,7 +120,7 @@ double fold_value(ExprOp op, const double* v) {
   }
 }
 
-}  // namespace detail
+}  // namespace expr_impl
 
 namespace {
 // The name an op is written with (B-source function name, or the operator).

@@ -6,7 +6,7 @@
 #include "engine/measure.hpp"
 #include "engine/yaml_reader.hpp"
 
-namespace anasim::detail {
+namespace anasim::yaml {
 
 void YamlParser::analyses(const YAML::Node& n, const SourceLoc& where) {
   if (n.IsNull()) return;
@@ -302,4 +302,4 @@ void YamlParser::includes(const YAML::Node& n, const SourceLoc& where, int depth
   }
 }
 
-}  // namespace anasim::detail
+}  // namespace anasim::yaml

@@ -5,7 +5,7 @@
 #include <yaml-cpp/yaml.h>
 #include "engine/yaml_reader.hpp"
 
-namespace anasim::detail {
+namespace anasim::yaml {
 
 void YamlParser::models(const YAML::Node& n, const SourceLoc& where, std::vector<ModelDef>& dst,
                         std::map<std::string, SourceLoc>& names, const std::string& in) {
@@ -323,4 +323,4 @@ bool YamlParser::check_list(const ParamAssign& pa, const std::string& what) {
   return true;
 }
 
-}  // namespace anasim::detail
+}  // namespace anasim::yaml

@@ -71,7 +71,7 @@ const std::vector<std::string>& yaml_section_names() {
   return names;
 }
 
-namespace detail {
+namespace yaml {
 
 std::string node_kind(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
@@ -321,11 +321,11 @@ bool YamlParser::is_value_map(const YAML::Node& n) {
   return false;
 }
 
-}  // namespace detail
+}  // namespace yaml
 
 namespace {
 
-using detail::YamlParser;
+using yaml::YamlParser;
 
 Status run_yaml(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out,
                 const AnalysisCatalog* analyses) {
@@ -371,7 +371,7 @@ Status include_yaml(const std::string& path, const DeviceCatalog& cat, ParsedNet
   std::string text, why;
   if (!read_text_file(path, text, why))
     return Status::input(fmt::format("cannot open include file '{}': {}", path, why), at);
-  YamlParser p(cat, out);
+  yaml::YamlParser p(cat, out);
   p.parse_text(path, text, false, depth);
   return p.status();
 }

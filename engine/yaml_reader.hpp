@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 #include "engine/parse.hpp"
 
-namespace anasim::detail {
+namespace anasim::yaml {
 
 constexpr int kMaxErrors = 20;
 
@@ -150,4 +150,4 @@ class YamlParser {
   void includes(const YAML::Node& n, const SourceLoc& where, int depth);
 };
 
-}  // namespace anasim::detail
+}  // namespace anasim::yaml
