@@ -19,7 +19,8 @@ constexpr int kMaxDepth = 200;
 enum class Bin { Add, Sub, Mul, Div, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 
 // Recursive-descent parser shared by the two expression kinds. The Sink gives the values their meaning:
-// EvalSink computes numbers (parameter expressions), ExprCompiler (expr_compile.cpp) emits a tape (behavioural expressions).
+// EvalSink computes numbers (parameter expressions), ExprCompiler (expr_compile.cpp) emits a tape (behavioural
+// expressions).
 // Sink::Value is what each sub-expression yields; sink operations return "" or an error message.
 template <class Sink>
 class ExprParser {

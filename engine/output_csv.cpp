@@ -395,7 +395,8 @@ Status write_files(const RunResults& r, const std::string& dir, OutputSet& set) 
 Status make_directory(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return Status::fail(ErrorKind::Other, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
+  if (ec)
+    return Status::fail(ErrorKind::Other, fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
   return {};
 }
 
