@@ -130,13 +130,20 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   }
   RunResults r;
   std::unique_ptr<Circuit> circuit;
-  // CSV output alone: the transients' tables are written while they run (memory independent of the time points).
-  // With HDF5 output or Monte Carlo the results are kept and written at the end.
+  // One output file format: the transients' rows go out while they run (CSV: written by a thread of its own;
+  // HDF5: spooled to a temporary file and read back into the file at the end), so that memory does not grow with
+  // the time points. With both formats or Monte Carlo the results are kept and written at the end.
   CsvOutput csv_out;
+  Hdf5Output h5_out;
   StreamFactory stream;
-  if (!csv.empty() && h5.empty() && mc_trials == 0 && dist::size() == 1) {
-    if (Status st = csv_out.open(csv); !st) return report(st);
-    stream = [&csv_out](const std::string& group, RowSink*& sink) { return csv_out.stream(group, sink); };
+  if (mc_trials == 0 && dist::size() == 1 && (csv.empty() != h5.empty())) {
+    if (!csv.empty()) {
+      if (Status st = csv_out.open(csv); !st) return report(st);
+      stream = [&csv_out](const std::string& group, RowSink*& sink) { return csv_out.stream(group, sink); };
+    } else {
+      if (Status st = h5_out.open(h5); !st) return report(st);
+      stream = [&h5_out](const std::string& group, RowSink*& sink) { return h5_out.stream(group, sink); };
+    }
   }
   if (Status st = simulate(fn, builtin_catalog(), r, &circuit, &stream); !st) return report(st);
   if (mc_trials > 0) {
@@ -152,9 +159,15 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   }
   const double t_sim = since(t1);
   t1 = std::chrono::steady_clock::now();
+  // What the analyses freed (factorizations, the spool's blocks) back to the system before the output file's image
+  // is built: the heap keeps freed blocks below glibc's mmap threshold (which rises to 32 MB as large blocks come
+  // and go).
+  ::malloc_trim(0);
   if (!h5.empty()) {
     // Written last (no CSV) and only summarised after: its waveforms go as they are written.
-    if (Status st = csv.empty() ? write_hdf5(std::move(r), h5) : write_hdf5(r, h5); !st) return report(st);
+    if (Status st = stream ? h5_out.write(std::move(r)) : csv.empty() ? write_hdf5(std::move(r), h5) : write_hdf5(r, h5);
+        !st)
+      return report(st);
     if (is_stdout_name(h5)) ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the file went to stdout: summary to stderr
   }
   if (!csv.empty())

@@ -24,6 +24,25 @@ Status write_hdf5(RunResults&& r, const std::string& path);
 // (extension analyses) also get DIR/<group>_summary.csv with columns name,value,unit.
 Status write_csv(const RunResults& r, const std::string& dir);
 
+// write_hdf5's file with the transients' rows spooled while they run: stream() gives a sink (engine/results.hpp)
+// that appends them to an unnamed temporary file in the output's directory (gone with the process however it
+// ends), so that the waveforms are not held in memory; write() builds the file, the spooled tables read back a
+// block of time points at a time, and hands r over as write_hdf5(RunResults&&) does.
+class Hdf5Output {
+ public:
+  Hdf5Output();
+  ~Hdf5Output();
+  Hdf5Output(const Hdf5Output&) = delete;
+  Hdf5Output& operator=(const Hdf5Output&) = delete;
+  Status open(const std::string& path);  // checks the target
+  Status stream(const std::string& group, RowSink*& sink);
+  Status write(RunResults&& r);          // r's analyses marked streamed must have their spool
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // write_csv's files with the transient tables streamed: stream() gives a sink (engine/results.hpp) that writes
 // DIR/<group>.csv while the analysis runs, its rows formatted and written by a thread of its own (the analysis
 // waits only when more than kQueueBytes of rows are queued); write() then writes every other file of the run and

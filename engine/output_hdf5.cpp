@@ -9,6 +9,10 @@
 #include <malloc.h>
 #include "engine/output_file.hpp"
 #include <algorithm>
+#include <stdexcept>
+#include <memory>
+#include <unistd.h>
+#include <fcntl.h>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +28,8 @@
 namespace anasim {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 // HDF5 link names may hold anything but '/' (and must not be empty or ".").
 std::string link_name(std::string s, const char* fallback) {
@@ -171,7 +177,123 @@ void signal_table(H5::Group& parent, const std::string& link, const std::string&
   });
 }
 
-void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release) {
+// A transient's rows spooled to an unnamed temporary file beside the output (Hdf5Output::stream): each row the
+// sweep value and then one value per signal, as the recorder gives them; read back a block of rows at a time.
+class Spool final : public RowSink {
+ public:
+  explicit Spool(const std::string& target) : target_(target) {}
+  ~Spool() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // The temporary: O_TMPFILE in the output's directory, else a unique name there unlinked at once.
+  Status open() {
+    const fs::path p(target_);
+    const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {
+      std::string tmpl = (fs::path(dir) / ("." + p.filename().string() + ".spool.XXXXXX")).string();
+      fd_ = ::mkstemp(tmpl.data());
+      if (fd_ >= 0) ::unlink(tmpl.c_str());
+    }
+    if (fd_ < 0) return error(errno);
+    return {};
+  }
+  bool begin(const AnalysisResult& a) override {
+    width_ = 1 + a.signals.size();
+    return err_ == 0;
+  }
+  bool rows(const double* data, size_t n, size_t width) override {
+    if (err_ != 0 || width != width_) {
+      if (err_ == 0) err_ = EINVAL;
+      return false;
+    }
+    const char* p = reinterpret_cast<const char*>(data);
+    size_t left = n * width * sizeof(double);
+    while (left > 0) {
+      const ssize_t w = ::write(fd_, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        err_ = w < 0 ? errno : EIO;
+        return false;
+      }
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    rows_ += n;
+    return true;
+  }
+  Status end() override { return err_ == 0 ? Status{} : error(err_); }
+  size_t rows() const { return rows_; }
+  size_t width() const { return width_; }
+  // Rows [r0, r0 + n) into out (n x width values). Throws on a failed read (reported as the HDF5 file's error).
+  void read(size_t r0, size_t n, double* out) const {
+    char* p = reinterpret_cast<char*>(out);
+    size_t left = n * width_ * sizeof(double);
+    off_t at = static_cast<off_t>(r0 * width_ * sizeof(double));
+    while (left > 0) {
+      const ssize_t g = ::pread(fd_, p, left, at);
+      if (g < 0 && errno == EINTR) continue;
+      if (g <= 0) throw std::runtime_error(fmt::format("reading the spooled rows back: {}", g < 0 ? std::strerror(errno) : "short file"));
+      p += g;
+      left -= static_cast<size_t>(g);
+      at += g;
+    }
+  }
+
+ private:
+  Status error(int e) const {
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': spooling the transient's rows: {}", target_,
+                                                      std::strerror(e)));
+  }
+  std::string target_;
+  int fd_ = -1;
+  size_t width_ = 0, rows_ = 0;
+  int err_ = 0;
+};
+
+// Column c of every spooled row (the sweep: c = 0).
+std::vector<double> spooled_column(const Spool& sp, size_t c) {
+  std::vector<double> v(sp.rows());
+  const size_t block = std::max<size_t>(1, (size_t(1) << 20) / sp.width());
+  std::vector<double> rows(std::min(block, sp.rows()) * sp.width());
+  for (size_t p0 = 0; p0 < sp.rows(); p0 += block) {
+    const size_t m = std::min(block, sp.rows() - p0);
+    sp.read(p0, m, rows.data());
+    for (size_t j = 0; j < m; ++j) v[p0 + j] = rows[j * sp.width() + c];
+  }
+  return v;
+}
+
+// A spooled analysis's signals x points matrix of the signals at columns `cols` of the spool's rows (1 + signal
+// index), written a block of time points (all signals) at a time: each block is contiguous in the spool.
+void spooled_matrix(H5::Group& g, const char* name, const Spool& sp, const std::vector<size_t>& cols,
+                    const std::string& unit) {
+  const hsize_t n = cols.size(), points = sp.rows();
+  const hsize_t dims[2] = {n, points};
+  H5::DataSpace space(2, dims);
+  H5::DSetCreatPropList dcpl;
+  if (n * points * sizeof(double) <= kCompactBytes) dcpl.setLayout(H5D_COMPACT);
+  H5::DataSet d = g.createDataSet(name, H5::PredType::IEEE_F64LE, space, dcpl);
+  attr_string(d, "unit", unit);
+  if (n == 0 || points == 0) return;
+  // Points per block: about 8 MB of spooled rows, and at least 64 points (each block's write is n pieces of
+  // `block` values in the file).
+  const hsize_t block = std::max<hsize_t>(64, (hsize_t(1) << 20) / sp.width());
+  std::vector<double> rows(std::min(block, points) * sp.width()), buf(std::min(block, points) * n);
+  for (hsize_t p0 = 0; p0 < points; p0 += block) {
+    const hsize_t m = std::min(block, points - p0);
+    sp.read(p0, m, rows.data());
+    for (hsize_t k = 0; k < n; ++k)
+      for (hsize_t j = 0; j < m; ++j) buf[k * m + j] = rows[j * sp.width() + cols[k]];
+    const hsize_t start[2] = {0, p0}, count[2] = {n, m};
+    H5::DataSpace file_space = d.getSpace();
+    file_space.selectHyperslab(H5S_SELECT_SET, count, start);
+    H5::DataSpace mem_space(2, count);
+    d.write(buf.data(), H5::PredType::NATIVE_DOUBLE, mem_space, file_space);
+  }
+}
+
+void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release, const Spool* spool) {
   H5::Group g = create_group(file, link_name(a.group, "analysis"));
   LinkNames names;
   attr_string(g, "kind", a.kind);
@@ -210,7 +332,7 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release) {
   if (a.kind != "op") {
     const std::string sweep = names.add(a.sweep_name, "sweep");
     attr_string(g, "sweep", sweep);
-    dataset(g, sweep, a.sweep, a.sweep_unit);
+    dataset(g, sweep, spool ? spooled_column(*spool, 0) : a.sweep, a.sweep_unit);
     if (!a.sweep2.empty() || !a.sweep2_name.empty()) {
       const std::string sweep2 = names.add(a.sweep2_name, "sweep2");
       attr_string(g, "sweep2", sweep2);
@@ -219,6 +341,24 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release) {
     }
   }
 
+  if (spool) {  // one table per unit, as below, read from the spooled rows
+    std::vector<std::pair<std::string, std::vector<size_t>>> tables;
+    for (size_t i = 0; i < a.signals.size(); ++i) {
+      const std::string& u = a.signals[i].unit;
+      auto it = std::find_if(tables.begin(), tables.end(), [&](const auto& t) { return t.first == u; });
+      if (it == tables.end()) it = tables.insert(tables.end(), {u, {}});
+      it->second.push_back(1 + i);
+    }
+    for (const auto& [unit, cols] : tables) {
+      H5::Group t = g.createGroup(names.add(table_name(unit), "values"));
+      attr_string(t, "unit", unit);
+      std::vector<const Signal*> sigs;
+      for (size_t c : cols) sigs.push_back(&a.signals[c - 1]);
+      names_dataset(t, "names", sigs);
+      spooled_matrix(t, "values", *spool, cols, unit);
+    }
+    return;
+  }
   // One table per unit, in the order the units first appear; every signal has the analysis's number of points.
   std::vector<std::pair<std::string, std::vector<const Signal*>>> tables;
   const hsize_t points = a.signals.empty() ? 0 : a.signals[0].re.size();
@@ -261,22 +401,32 @@ void write_mc(H5::H5File& file, const McResults& r_mc) {
 
 // Upper estimate of the file size [bytes]: the data, the names (a global heap entry of ~32 bytes plus the name
 // each) and about 1 KiB of metadata per dataset.
-std::size_t expected_hdf5_bytes(const RunResults& r) {
+// `spools`: the spooled analyses' rows by group (may be null).
+using Spools = std::map<std::string, std::unique_ptr<Spool>>;
+std::size_t expected_hdf5_bytes(const RunResults& r, const Spools* spools) {
   std::size_t bytes = 1 << 16;
   for (const auto& a : r.analyses) {
+    if (spools && spools->count(a.group)) {
+      const Spool& sp = *spools->at(a.group);
+      bytes += sp.rows() * sp.width() * sizeof(double) + 64 * 1024;
+    }
     const std::size_t n = a.sweep.size() + a.sweep2.size() + 8;
     bytes += 4 * (n * sizeof(double) + 1024) + 8 * 1024;
     for (const auto& s : a.signals) bytes += (a.complex() ? 2 : 1) * s.re.size() * sizeof(double) + 32 + s.name.size();
     bytes += 1024 * a.measures.size();
   }
   for (const auto& m : r.mc.measurements) bytes += m.values.size() * sizeof(double) + 1024;
-  return bytes;
+  // A margin for the names' heap and the object headers (the 256x256 crossbar transient's file is 0.5% above the
+  // sum of its data): one step of the core driver then holds the file (Hdf5Image).
+  return bytes + bytes / 32 + (std::size_t(1) << 20);
 }
 
 }  // namespace
 
 Hdf5Image::Hdf5Image(std::size_t expected_bytes) {
-  const std::size_t step = std::clamp<std::size_t>(expected_bytes, 1 << 20, std::size_t(1) << 30);
+  // The core driver grows its buffer a step at a time and zeroes each new step whole: one step of the (upper)
+  // estimate touches about the file's size once; a smaller cap made a 1.27 GB file touch 2 GB.
+  const std::size_t step = std::max<std::size_t>(expected_bytes, 1 << 20);
   if (H5Pset_fapl_core(fapl_.getId(), step, /*backing_store=*/false) < 0)
     throw H5::FileIException("Hdf5Image", "H5Pset_fapl_core failed");
   H5FD_file_image_callbacks_t cb = {&cb_malloc, &cb_memcpy, &cb_realloc, &cb_free, &cb_udata_copy, &cb_udata_free, this};
@@ -366,7 +516,7 @@ std::string hdf5_error_text(const H5::Exception& e) {
 
 namespace {
 
-Status write_file(const RunResults& r, const std::string& path, bool release) {
+Status write_file(const RunResults& r, const std::string& path, bool release, const Spools* spools = nullptr) {
   H5::Exception::dontPrint();
   if (!is_stdout_name(path))
     if (Status st = check_output_target(path); !st) return st;
@@ -375,7 +525,7 @@ Status write_file(const RunResults& r, const std::string& path, bool release) {
     if (H5Pset_link_creation_order(fcpl.getId(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
       throw H5::FileIException("write_hdf5", "H5Pset_link_creation_order failed");
     // The 1.8+ file format keeps large groups (10^4-10^5 signals) in indexed dense storage.
-    Hdf5Image image(expected_hdf5_bytes(r));
+    Hdf5Image image(expected_hdf5_bytes(r, spools));
     H5::FileAccPropList& fapl = image.access();
     if (H5Pset_libver_bounds(fapl.getId(), H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0)
       throw H5::FileIException("write_hdf5", "H5Pset_libver_bounds failed");
@@ -386,7 +536,16 @@ Status write_file(const RunResults& r, const std::string& path, bool release) {
       H5::Attribute u = file.createAttribute("unknowns", H5::PredType::STD_I32LE, H5::DataSpace(H5S_SCALAR));
       u.write(H5::PredType::NATIVE_INT, &r.unknowns);
     }
-    for (const auto& a : r.analyses) write_analysis(file, a, release);
+    for (const auto& a : r.analyses) {
+      const Spool* sp = nullptr;
+      if (a.streamed) {
+        auto it = spools ? spools->find(a.group) : Spools::const_iterator{};
+        if (!spools || it == spools->end())
+          throw std::runtime_error(fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
+        sp = it->second.get();
+      }
+      write_analysis(file, a, release, sp);
+    }
     if (r.mc.trials > 0) write_mc(file, r.mc);
     return image.save(file, path);
   } catch (const H5::Exception& e) {
@@ -401,5 +560,28 @@ Status write_file(const RunResults& r, const std::string& path, bool release) {
 Status write_hdf5(const RunResults& r, const std::string& path) { return write_file(r, path, false); }
 
 Status write_hdf5(RunResults&& r, const std::string& path) { return write_file(r, path, true); }
+
+struct Hdf5Output::Impl {
+  std::string path;
+  Spools spools;
+};
+
+Hdf5Output::Hdf5Output() : impl_(std::make_unique<Impl>()) {}
+Hdf5Output::~Hdf5Output() = default;
+
+Status Hdf5Output::open(const std::string& path) {
+  impl_->path = path;
+  return is_stdout_name(path) ? Status{} : check_output_target(path);
+}
+
+Status Hdf5Output::stream(const std::string& group, RowSink*& sink) {
+  auto sp = std::make_unique<Spool>(impl_->path);
+  if (Status st = sp->open(); !st) return st;
+  sink = sp.get();
+  impl_->spools[group] = std::move(sp);
+  return {};
+}
+
+Status Hdf5Output::write(RunResults&& r) { return write_file(r, impl_->path, true, &impl_->spools); }
 
 }  // namespace anasim

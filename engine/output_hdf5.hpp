@@ -14,7 +14,8 @@ namespace anasim {
 // ... write ...; return img.save(f, path);
 class Hdf5Image {
  public:
-  // `expected_bytes`: about the size of the file (the buffer grows in steps of it, 1 MiB to 1 GiB). Throws H5::Exception.
+  // `expected_bytes`: about the size of the file (the buffer grows in steps of it, at least 1 MiB; each step is zeroed
+  // whole, so an upper estimate close to the size is best). Throws H5::Exception.
   explicit Hdf5Image(std::size_t expected_bytes);
   ~Hdf5Image();
   Hdf5Image(const Hdf5Image&) = delete;

@@ -390,6 +390,50 @@ TEST_CASE("output: transients streamed to their CSV files while they run give wr
   }
 }
 
+TEST_CASE("output: transients spooled while they run give write_hdf5's tables") {
+  // The deck of the CSV stream test: two transients (one from tstart) with power and energy tables beside the
+  // voltages and currents, an operating point kept in memory.
+  const std::string deck =
+      "spool\nv1 in 0 pulse(0 1 0 10n 10n 300n 600n)\nr1 in a 1k\nd1 a out dm\nc1 out 0 100p\nr2 out 0 10k\n"
+      ".model dm d(is=1e-14)\n.options power\n.tran 0.1n 2u\n.op\n.tran 0.2n 2u 1u\n.end\n";
+  const fs::path dir = scratch("spool");
+  const RunResults kept = test::run_deck(deck);
+  REQUIRE(write_hdf5(kept, (dir / "kept.h5").string()).ok());
+  ParsedNetlist pn;
+  REQUIRE(parse_spice_string(deck, "deck.cir", builtin_catalog(), pn).ok());
+  FlatNetlist fn;
+  REQUIRE(elaborate(pn, builtin_catalog(), fn).ok());
+  {
+    Hdf5Output out;
+    REQUIRE(out.open((dir / "spooled.h5").string()).ok());
+    StreamFactory f = [&](const std::string& group, RowSink*& sink) { return out.stream(group, sink); };
+    RunResults r;
+    Status st = simulate(fn, builtin_catalog(), r, nullptr, &f);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    CHECK(r.analyses[0].streamed);
+    CHECK_FALSE(r.analyses[1].streamed);
+    CHECK(r.analyses[2].streamed);
+    CHECK(r.analyses[0].sweep.empty());
+    st = out.write(std::move(r));
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+  }
+  CHECK_FALSE(has_tmp(dir));
+  H5::H5File a((dir / "kept.h5").string(), H5F_ACC_RDONLY), b((dir / "spooled.h5").string(), H5F_ACC_RDONLY);
+  for (const AnalysisResult& an : kept.analyses) {
+    CAPTURE(an.group);
+    const H5::Group ga = a.openGroup(an.group), gb = b.openGroup(an.group);
+    const auto sa = test_support::read_signals(ga), sb = test_support::read_signals(gb);
+    CHECK(sa.size() == an.signals.size());
+    CHECK(sa == sb);
+    CHECK(ga.getNumObjs() == gb.getNumObjs());
+    CHECK(read_int_attr(ga, "timepoints") == read_int_attr(gb, "timepoints"));
+    if (an.kind == "tran") {
+      CHECK(read_dataset(gb, "time") == an.sweep);
+      CHECK(test_support::read_signals(gb, "values").count("e(total)") == 1);
+    }
+  }
+}
+
 TEST_CASE("output: csv overwrites existing files") {
   const fs::path dir = scratch("csv_overwrite");
   RunResults r = sample();
