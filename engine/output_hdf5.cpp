@@ -108,14 +108,28 @@ std::string table_name(const std::string& unit) {
 
 // A 2-D dataset of n rows x `points` columns; fill(k, row) writes row k (`points` values). Written in slabs of
 // about 8 MB, so a large result is never held twice beside the file image.
-template <class Fill>
-void matrix_dataset(H5::Group& g, const char* name, hsize_t n, hsize_t points, const std::string& unit, Fill fill) {
+// An n x points matrix dataset (compact when small) with its unit attribute.
+H5::DataSet create_matrix(H5::Group& g, const char* name, hsize_t n, hsize_t points, const std::string& unit) {
   const hsize_t dims[2] = {n, points};
   H5::DataSpace space(2, dims);
   H5::DSetCreatPropList dcpl;
   if (n * points * sizeof(double) <= kCompactBytes) dcpl.setLayout(H5D_COMPACT);
   H5::DataSet d = g.createDataSet(name, H5::PredType::IEEE_F64LE, space, dcpl);
   attr_string(d, "unit", unit);
+  return d;
+}
+
+// buf (count[0] x count[1] values, row-major) into d at start.
+void write_block(H5::DataSet& d, const hsize_t start[2], const hsize_t count[2], const double* buf) {
+  H5::DataSpace file_space = d.getSpace();
+  file_space.selectHyperslab(H5S_SELECT_SET, count, start);
+  H5::DataSpace mem_space(2, count);
+  d.write(buf, H5::PredType::NATIVE_DOUBLE, mem_space, file_space);
+}
+
+template <class Fill>
+void matrix_dataset(H5::Group& g, const char* name, hsize_t n, hsize_t points, const std::string& unit, Fill fill) {
+  H5::DataSet d = create_matrix(g, name, n, points, unit);
   if (n == 0 || points == 0) return;
   const hsize_t slab = std::max<hsize_t>(1, (hsize_t(1) << 20) / points);  // rows per write
   std::vector<double> buf(std::min(slab, n) * points);
@@ -123,10 +137,7 @@ void matrix_dataset(H5::Group& g, const char* name, hsize_t n, hsize_t points, c
     const hsize_t rows = std::min(slab, n - k0);
     for (hsize_t k = 0; k < rows; ++k) fill(k0 + k, buf.data() + k * points);
     const hsize_t start[2] = {k0, 0}, count[2] = {rows, points};
-    H5::DataSpace file_space = d.getSpace();
-    file_space.selectHyperslab(H5S_SELECT_SET, count, start);
-    H5::DataSpace mem_space(2, count);
-    d.write(buf.data(), H5::PredType::NATIVE_DOUBLE, mem_space, file_space);
+    write_block(d, start, count, buf.data());
   }
 }
 
@@ -269,12 +280,7 @@ std::vector<double> spooled_column(const Spool& sp, size_t c) {
 void spooled_matrix(H5::Group& g, const char* name, const Spool& sp, const std::vector<size_t>& cols,
                     const std::string& unit) {
   const hsize_t n = cols.size(), points = sp.rows();
-  const hsize_t dims[2] = {n, points};
-  H5::DataSpace space(2, dims);
-  H5::DSetCreatPropList dcpl;
-  if (n * points * sizeof(double) <= kCompactBytes) dcpl.setLayout(H5D_COMPACT);
-  H5::DataSet d = g.createDataSet(name, H5::PredType::IEEE_F64LE, space, dcpl);
-  attr_string(d, "unit", unit);
+  H5::DataSet d = create_matrix(g, name, n, points, unit);
   if (n == 0 || points == 0) return;
   // Points per block: about 8 MB of spooled rows, and at least 64 points (each block's write is n pieces of
   // `block` values in the file).
@@ -286,10 +292,7 @@ void spooled_matrix(H5::Group& g, const char* name, const Spool& sp, const std::
     for (hsize_t k = 0; k < n; ++k)
       for (hsize_t j = 0; j < m; ++j) buf[k * m + j] = rows[j * sp.width() + cols[k]];
     const hsize_t start[2] = {0, p0}, count[2] = {n, m};
-    H5::DataSpace file_space = d.getSpace();
-    file_space.selectHyperslab(H5S_SELECT_SET, count, start);
-    H5::DataSpace mem_space(2, count);
-    d.write(buf.data(), H5::PredType::NATIVE_DOUBLE, mem_space, file_space);
+    write_block(d, start, count, buf.data());
   }
 }
 
