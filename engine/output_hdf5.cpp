@@ -106,8 +106,6 @@ std::string table_name(const std::string& unit) {
   return unit.empty() ? "values" : link_name("values(" + unit + ")", "values");
 }
 
-// A 2-D dataset of n rows x `points` columns; fill(k, row) writes row k (`points` values). Written in slabs of
-// about 8 MB, so a large result is never held twice beside the file image.
 // An n x points matrix dataset (compact when small) with its unit attribute.
 H5::DataSet create_matrix(H5::Group& g, const char* name, hsize_t n, hsize_t points, const std::string& unit) {
   const hsize_t dims[2] = {n, points};
@@ -127,6 +125,8 @@ void write_block(H5::DataSet& d, const hsize_t start[2], const hsize_t count[2],
   d.write(buf, H5::PredType::NATIVE_DOUBLE, mem_space, file_space);
 }
 
+// A 2-D dataset of n rows x `points` columns; fill(k, row) writes row k (`points` values). Written in slabs of
+// about 8 MB, so a large result is never held twice beside the file image.
 template <class Fill>
 void matrix_dataset(H5::Group& g, const char* name, hsize_t n, hsize_t points, const std::string& unit, Fill fill) {
   H5::DataSet d = create_matrix(g, name, n, points, unit);
@@ -153,15 +153,22 @@ void names_dataset(H5::Group& g, const char* name, const std::vector<const Signa
   if (n > 0) d.write(p.data(), type);
 }
 
+// A table's group: its unit as an attribute and the signals' "names".
+H5::Group table_group(H5::Group& parent, const std::string& link, const std::string& unit,
+                      const std::vector<const Signal*>& signals) {
+  H5::Group t = parent.createGroup(link);
+  attr_string(t, "unit", unit);
+  names_dataset(t, "names", signals);
+  return t;
+}
+
 // The signals of one unit as a table group: "names" (size n), "values" (n x points) or, for AC, "magnitude" and
 // "phase" [deg] (n x points each); the unit as an attribute of the group and of each matrix.
 // `release`: each signal's values are freed once copied (write_hdf5(RunResults&&)), and the freed heap pages handed
 // back every 64 MB.
 void signal_table(H5::Group& parent, const std::string& link, const std::string& unit,
                   const std::vector<const Signal*>& signals, hsize_t points, bool complex, bool release) {
-  H5::Group t = parent.createGroup(link);
-  attr_string(t, "unit", unit);
-  names_dataset(t, "names", signals);
+  H5::Group t = table_group(parent, link, unit, signals);
   const hsize_t n = signals.size();
   if (!complex) {
     std::size_t freed = 0;
@@ -236,6 +243,18 @@ class Spool final : public RowSink {
   Status end() override { return err_ == 0 ? Status{} : error(err_); }
   size_t rows() const { return rows_; }
   size_t width() const { return width_; }
+  // Calls f(p0, m, rows) for consecutive blocks of m rows from row p0 (rows: m x width values), each about 8 MB
+  // and at least `min_rows` rows.
+  template <class F>
+  void for_blocks(size_t min_rows, F f) const {
+    const size_t block = std::max<size_t>(min_rows, (size_t(1) << 20) / width_);
+    std::vector<double> buf(std::min(block, rows_) * width_);
+    for (size_t p0 = 0; p0 < rows_; p0 += block) {
+      const size_t m = std::min(block, rows_ - p0);
+      read(p0, m, buf.data());
+      f(p0, m, buf.data());
+    }
+  }
   // Rows [r0, r0 + n) into out (n x width values). Throws on a failed read (reported as the HDF5 file's error).
   void read(size_t r0, size_t n, double* out) const {
     char* p = reinterpret_cast<char*>(out);
@@ -265,13 +284,9 @@ class Spool final : public RowSink {
 // Column c of every spooled row (the sweep: c = 0).
 std::vector<double> spooled_column(const Spool& sp, size_t c) {
   std::vector<double> v(sp.rows());
-  const size_t block = std::max<size_t>(1, (size_t(1) << 20) / sp.width());
-  std::vector<double> rows(std::min(block, sp.rows()) * sp.width());
-  for (size_t p0 = 0; p0 < sp.rows(); p0 += block) {
-    const size_t m = std::min(block, sp.rows() - p0);
-    sp.read(p0, m, rows.data());
+  sp.for_blocks(1, [&](size_t p0, size_t m, const double* rows) {
     for (size_t j = 0; j < m; ++j) v[p0 + j] = rows[j * sp.width() + c];
-  }
+  });
   return v;
 }
 
@@ -282,18 +297,15 @@ void spooled_matrix(H5::Group& g, const char* name, const Spool& sp, const std::
   const hsize_t n = cols.size(), points = sp.rows();
   H5::DataSet d = create_matrix(g, name, n, points, unit);
   if (n == 0 || points == 0) return;
-  // Points per block: about 8 MB of spooled rows, and at least 64 points (each block's write is n pieces of
-  // `block` values in the file).
-  const hsize_t block = std::max<hsize_t>(64, (hsize_t(1) << 20) / sp.width());
-  std::vector<double> rows(std::min(block, points) * sp.width()), buf(std::min(block, points) * n);
-  for (hsize_t p0 = 0; p0 < points; p0 += block) {
-    const hsize_t m = std::min(block, points - p0);
-    sp.read(p0, m, rows.data());
+  // Blocks of at least 64 points: each block's write is n pieces of that many values in the file.
+  std::vector<double> buf;
+  sp.for_blocks(64, [&](size_t p0, size_t m, const double* rows) {
+    buf.resize(n * m);
     for (hsize_t k = 0; k < n; ++k)
-      for (hsize_t j = 0; j < m; ++j) buf[k * m + j] = rows[j * sp.width() + cols[k]];
+      for (size_t j = 0; j < m; ++j) buf[k * m + j] = rows[j * sp.width() + cols[k]];
     const hsize_t start[2] = {0, p0}, count[2] = {n, m};
     write_block(d, start, count, buf.data());
-  }
+  });
 }
 
 void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release, const Spool* spool) {
@@ -344,37 +356,29 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release, con
     }
   }
 
-  if (spool) {  // one table per unit, as below, read from the spooled rows
-    std::vector<std::pair<std::string, std::vector<size_t>>> tables;
-    for (size_t i = 0; i < a.signals.size(); ++i) {
-      const std::string& u = a.signals[i].unit;
-      auto it = std::find_if(tables.begin(), tables.end(), [&](const auto& t) { return t.first == u; });
-      if (it == tables.end()) it = tables.insert(tables.end(), {u, {}});
-      it->second.push_back(1 + i);
-    }
-    for (const auto& [unit, cols] : tables) {
-      H5::Group t = g.createGroup(names.add(table_name(unit), "values"));
-      attr_string(t, "unit", unit);
-      std::vector<const Signal*> sigs;
-      for (size_t c : cols) sigs.push_back(&a.signals[c - 1]);
-      names_dataset(t, "names", sigs);
-      spooled_matrix(t, "values", *spool, cols, unit);
-    }
-    return;
-  }
-  // One table per unit, in the order the units first appear; every signal has the analysis's number of points.
+  // One table per unit, in the order the units first appear; every kept signal has the analysis's number of points
+  // (a spooled analysis's are the spool's rows).
   std::vector<std::pair<std::string, std::vector<const Signal*>>> tables;
   const hsize_t points = a.signals.empty() ? 0 : a.signals[0].re.size();
   for (const auto& s : a.signals) {
-    if (s.re.size() != points || (a.complex() && !s.im.empty() && s.im.size() != points))
+    if (!spool && (s.re.size() != points || (a.complex() && !s.im.empty() && s.im.size() != points)))
       throw H5::DataSetIException("write_hdf5", fmt::format("/{}: signal '{}' has {} points, '{}' {}", a.group,
                                                             s.name, s.re.size(), a.signals[0].name, points));
     auto it = std::find_if(tables.begin(), tables.end(), [&](const auto& t) { return t.first == s.unit; });
     if (it == tables.end()) it = tables.insert(tables.end(), {s.unit, {}});
     it->second.push_back(&s);
   }
-  for (const auto& [unit, signals] : tables)
-    signal_table(g, names.add(table_name(unit), "values"), unit, signals, points, a.complex(), release);
+  for (const auto& [unit, signals] : tables) {
+    const std::string link = names.add(table_name(unit), "values");
+    if (!spool) {
+      signal_table(g, link, unit, signals, points, a.complex(), release);
+      continue;
+    }
+    H5::Group t = table_group(g, link, unit, signals);
+    std::vector<size_t> cols;  // the signals' columns in the spooled rows (after the sweep)
+    for (const Signal* s : signals) cols.push_back(1 + static_cast<size_t>(s - a.signals.data()));
+    spooled_matrix(t, "values", *spool, cols, unit);
+  }
 }
 
 // /mc: per-trial values of every measurement ("/" in measurement names becomes a subgroup).
@@ -540,14 +544,9 @@ Status write_file(const RunResults& r, const std::string& path, bool release, co
       u.write(H5::PredType::NATIVE_INT, &r.unknowns);
     }
     for (const auto& a : r.analyses) {
-      const Spool* sp = nullptr;
-      if (a.streamed) {
-        auto it = spools ? spools->find(a.group) : Spools::const_iterator{};
-        if (!spools || it == spools->end())
-          throw std::runtime_error(fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
-        sp = it->second.get();
-      }
-      write_analysis(file, a, release, sp);
+      if (a.streamed && !(spools && spools->count(a.group)))
+        throw std::runtime_error(fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
+      write_analysis(file, a, release, a.streamed ? spools->at(a.group).get() : nullptr);
     }
     if (r.mc.trials > 0) write_mc(file, r.mc);
     return image.save(file, path);

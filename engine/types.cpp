@@ -81,14 +81,8 @@ SourceScope::SourceScope() {
   t_scope = this;
 }
 
-void SourceScope::close() {
-  if (!open_) return;
-  open_ = false;
-  t_scope = nullptr;
-}
-
 SourceScope::~SourceScope() {
-  close();
+  if (open_) t_scope = nullptr;
   if (files_.empty()) return;
   SourceRegistry& r = registry();
   std::vector<std::unique_ptr<SourceFile>> gone;  // freed outside the lock

@@ -75,8 +75,6 @@ class SourceScope {
   ~SourceScope();
   SourceScope(const SourceScope&) = delete;
   SourceScope& operator=(const SourceScope&) = delete;
-  // Stops collecting (later files on this thread are no longer its own); its files are still freed at destruction.
-  void close();
   // Files registered and not yet freed, process-wide (path_only objects included).
   static std::size_t registered();
 
