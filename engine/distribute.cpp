@@ -1,4 +1,5 @@
-// Work distribution over MPI ranks (see distribute.hpp). MPI is used here and nowhere else.
+// Work distribution over MPI ranks (see distribute.hpp). The MPI calls are those of the module libanasim_mpi.so
+// (engine/distribute_mpi.cpp), loaded only under an MPI launcher.
 #include "engine/distribute.hpp"
 #include <algorithm>
 #include <chrono>
@@ -6,11 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <unistd.h>
 #include <fmt/format.h>
-#ifdef ANASIM_HAVE_MPI
-#include <mpi.h>
-#endif
+#include "engine/module.hpp"
 
 namespace anasim::dist {
 
@@ -18,7 +18,30 @@ namespace {
 
 int g_rank = 0;
 int g_size = 1;
-bool g_mpi = false;          // MPI_Init_thread was called
+bool g_mpi = false;          // MPI_Init_thread was called (through the module's functions below)
+
+// The module's functions (engine/distribute_mpi.cpp), set by init() under a launcher.
+struct MpiModule {
+  void (*init)(int*, char***, int*, int*) = nullptr;
+  void (*finalize)() = nullptr;
+  void (*abort)(int) = nullptr;
+  void (*allgather_int)(int, int*) = nullptr;
+  void (*allgatherv_bytes)(const char*, int, char*, const int*, const int*) = nullptr;
+  void (*bcast_bytes)(void*, std::int64_t) = nullptr;
+};
+MpiModule g_m;
+
+// Loads the module's functions into g_m; false (error says why) if any is missing.
+bool load_mpi_module(std::string& error) {
+  auto get = [&](auto& f, const char* name) {
+    f = module::function<std::remove_pointer_t<std::remove_reference_t<decltype(f)>>>("mpi", name, &error,
+                                                                                      module::Scope::Global);
+    return f != nullptr;
+  };
+  return get(g_m.init, "anasim_mpi_init") && get(g_m.finalize, "anasim_mpi_finalize") &&
+         get(g_m.abort, "anasim_mpi_abort") && get(g_m.allgather_int, "anasim_mpi_allgather_int") &&
+         get(g_m.allgatherv_bytes, "anasim_mpi_allgatherv_bytes") && get(g_m.bcast_bytes, "anasim_mpi_bcast_bytes");
+}
 double g_bytes = 0;          // see bytes_exchanged()
 ProgressMode g_progress = ProgressMode::Auto;
 
@@ -81,14 +104,14 @@ std::vector<std::string> all_gather(const std::string& mine) {
 #ifdef ANASIM_HAVE_MPI
   const int n = static_cast<int>(mine.size());
   std::vector<int> counts(g_size), displs(g_size);
-  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  g_m.allgather_int(n, counts.data());
   long total = 0;
   for (int r = 0; r < g_size; ++r) {
     displs[r] = static_cast<int>(total);
     total += counts[r];
   }
   std::string all(static_cast<size_t>(total), '\0');
-  MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+  g_m.allgatherv_bytes(mine.data(), n, all.data(), counts.data(), displs.data());
   g_bytes += static_cast<double>(total) * (g_size - 1);
   std::vector<std::string> out(g_size);
   for (int r = 0; r < g_size; ++r) out[r] = all.substr(displs[r], counts[r]);
@@ -103,9 +126,9 @@ void broadcast(std::string& s) {
   if (g_size == 1) return;
 #ifdef ANASIM_HAVE_MPI
   std::uint64_t n = s.size();
-  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  g_m.bcast_bytes(&n, sizeof n);
   s.resize(n);
-  MPI_Bcast(s.data(), static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+  g_m.bcast_bytes(s.data(), static_cast<std::int64_t>(n));
   g_bytes += static_cast<double>(n) * (g_size - 1);
 #endif
 }
@@ -164,11 +187,13 @@ void init(int* argc, char*** argv) {
 #ifdef ANASIM_HAVE_MPI
   // Only under a launcher: a singleton MPI_Init would start Open MPI's runtime for a one-process run.
   if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK")) return;
-  int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);  // OpenMP threads never call MPI
+  std::string error;
+  if (!load_mpi_module(error)) {
+    fmt::print(stderr, "warning: {}: each process runs every trial on its own\n", error);
+    return;
+  }
+  g_m.init(argc, argv, &g_rank, &g_size);
   g_mpi = true;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
 #else
   (void)argc;
   (void)argv;
@@ -181,7 +206,7 @@ void init(int* argc, char*** argv) {
 
 void finalize() {
 #ifdef ANASIM_HAVE_MPI
-  if (g_mpi) MPI_Finalize();
+  if (g_mpi) g_m.finalize();
   g_mpi = false;
 #endif
 }
@@ -191,7 +216,7 @@ int fail(int code) {
   if (g_mpi && g_size > 1) {
     std::fflush(stdout);
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
+    g_m.abort(code);
   }
   finalize();
 #endif

@@ -2,15 +2,42 @@
 // which klu_ / klu_z_ calls they make.
 #include "engine/sparse_lu.hpp"
 #include <algorithm>
+#include <amd.h>
 #include <camd.h>
 #include <climits>
+#include <mutex>
 #include <cmath>
 #include <omp.h>
 #include <type_traits>
 #include <vector>
 #include <Eigen/Dense>
+#include <fmt/format.h>
+#include "engine/module.hpp"
 
 namespace anasim {
+
+bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops, std::vector<int>* perm) {
+  std::vector<int> own;
+  std::vector<int>& p = perm ? *perm : own;
+  p.resize(n);
+  double control[AMD_CONTROL], info[AMD_INFO];
+  amd_defaults(control);
+  const int status = amd_order(n, Ap, Ai, p.data(), control, info);
+  if (status != AMD_OK && status != AMD_OK_BUT_JUMBLED) return false;
+  lnz = info[AMD_LNZ];
+  flops = info[AMD_NMULTSUBS_LU];
+  return true;
+}
+
+template <class T>
+std::unique_ptr<MultifrontalLU<T>> make_umfpack_lu(std::string* error) {
+  using New = MultifrontalLU<T>*();
+  New* make = module::function<New>("umfpack", std::is_same_v<T, double> ? "anasim_umfpack_new_real"
+                                                                        : "anasim_umfpack_new_complex", error);
+  return std::unique_ptr<MultifrontalLU<T>>(make ? make() : nullptr);
+}
+template std::unique_ptr<MultifrontalLU<double>> make_umfpack_lu(std::string*);
+template std::unique_ptr<MultifrontalLU<std::complex<double>>> make_umfpack_lu(std::string*);
 
 namespace {
 // Below this reciprocal pivot growth estimate a refactor (no pivoting) is not trusted.
@@ -589,9 +616,16 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
     }
   }
   if (multifrontal) {
-    umfpack_ = std::make_unique<UmfpackLU<T>>();
+    std::string why;
+    umfpack_ = make_umfpack_lu<T>(&why);
+    if (!umfpack_) {  // the module is missing: KLU, which gives the same solutions (slower on such matrices)
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        fmt::print(stderr, "warning: KLU factors the large matrices instead of UMFPACK: {}\n", why);
+      });
+    }
     split_pending_ = whole_analyzed_ = false;
-    if (umfpack_->analyze(n, Ap, Ai, order.empty() ? nullptr : order.data())) return true;
+    if (umfpack_ && umfpack_->analyze(n, Ap, Ai, order.empty() ? nullptr : order.data())) return true;
     umfpack_.reset();  // rejected (or out of memory): KLU
   }
   split_pending_ = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&
@@ -613,8 +647,7 @@ std::unique_ptr<SparseLU<T>> SparseLU<T>::sibling() const {
     s->n_ = n_;
     s->Ap_ = Ap_;
     s->Ai_ = Ai_;
-    s->umfpack_ = std::make_unique<UmfpackLU<T>>();
-    s->umfpack_->share_analysis(*umfpack_);
+    s->umfpack_ = umfpack_->sibling();
     return s;
   }
   s->analyze(n_, Ap_, Ai_);

@@ -43,7 +43,7 @@
 #include <vector>
 #include <klu.h>
 #include "engine/linear_solver.hpp"
-#include "engine/umfpack_lu.hpp"
+#include "engine/multifrontal_lu.hpp"
 
 namespace anasim {
 
@@ -184,7 +184,7 @@ class SparseLU {
   bool split_pending_ = false;  // try to split at the first factor (needs the values for zero diagonals)
   bool allow_split_ = true;
   LinearSolver solver_ = LinearSolver::Auto;
-  std::unique_ptr<UmfpackLU<T>> umfpack_;  // set when UMFPACK was chosen
+  std::unique_ptr<MultifrontalLU<T>> umfpack_;  // set when UMFPACK was chosen (and its module loaded)
   bool factored_ = false;
   long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;  // n_factor_, n_refactor_: two-half factorizations
 };

@@ -2,8 +2,8 @@
 // umfpack_zi_ calls they make (umfpack_dl_ / umfpack_zl_ with 64-bit indices); complex values are passed packed
 // (Az = nullptr).
 #include "engine/umfpack_lu.hpp"
+#include "engine/module.hpp"
 #include <algorithm>
-#include <amd.h>
 #include <type_traits>
 #include <omp.h>
 #include <umfpack.h>
@@ -298,20 +298,24 @@ void UmfpackLU<T>::solve(T* b) {
   std::copy(x_.begin(), x_.end(), b);
 }
 
+template <class T>
+std::unique_ptr<MultifrontalLU<T>> UmfpackLU<T>::sibling() const {
+  auto s = std::make_unique<UmfpackLU<T>>();
+  s->share_analysis(*this);
+  return s;
+}
+
 template class UmfpackLU<double>;
 template class UmfpackLU<std::complex<double>>;
 
-bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops, std::vector<int>* perm) {
-  std::vector<int> own;
-  std::vector<int>& p = perm ? *perm : own;
-  p.resize(n);
-  double control[AMD_CONTROL], info[AMD_INFO];
-  amd_defaults(control);
-  const int status = amd_order(n, Ap, Ai, p.data(), control, info);
-  if (status != AMD_OK && status != AMD_OK_BUT_JUMBLED) return false;
-  lnz = info[AMD_LNZ];
-  flops = info[AMD_NMULTSUBS_LU];
-  return true;
-}
-
 }  // namespace anasim
+
+// The module's exports (engine/module.hpp): the ABI it was built with and a new factorization object per value type,
+// owned by the caller (deleted through MultifrontalLU's virtual destructor).
+ANASIM_MODULE_EXPORT int anasim_module_abi() { return anasim::module::kModuleAbi; }
+ANASIM_MODULE_EXPORT anasim::MultifrontalLU<double>* anasim_umfpack_new_real() {
+  return new anasim::UmfpackLU<double>();
+}
+ANASIM_MODULE_EXPORT anasim::MultifrontalLU<std::complex<double>>* anasim_umfpack_new_complex() {
+  return new anasim::UmfpackLU<std::complex<double>>();
+}

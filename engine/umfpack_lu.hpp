@@ -1,21 +1,24 @@
 // Sparse LU with SuiteSparse UMFPACK (multifrontal, dense frontal matrices through BLAS) on a METIS
 // nested-dissection ordering or a given one: symbolic analysis once per pattern, a numeric factorization per
 // value set.
-// SparseLU (sparse_lu.hpp) chooses it over KLU for large matrices whose factors fill in (grid-like arrays).
+// SparseLU (sparse_lu.hpp) chooses it over KLU for large matrices whose factors fill in (grid-like arrays), through
+// the MultifrontalLU interface: this file is built into the module libanasim_umfpack.so (engine/module.hpp), which
+// exports one factory per value type (anasim_umfpack_new_real, anasim_umfpack_new_complex). The tests build it in.
 #pragma once
 #include <complex>
 #include <memory>
 #include <vector>
 #include <SuiteSparse_config.h>
+#include "engine/multifrontal_lu.hpp"
 
 namespace anasim {
 
 // One UMFPACK factorization of one n x n CSC pattern; T = double or std::complex<double>.
 template <class T>
-class UmfpackLU {
+class UmfpackLU final : public MultifrontalLU<T> {
  public:
   UmfpackLU();
-  ~UmfpackLU();
+  ~UmfpackLU() override;
   UmfpackLU(const UmfpackLU&) = delete;
   UmfpackLU& operator=(const UmfpackLU&) = delete;
 
@@ -32,18 +35,19 @@ class UmfpackLU {
   // `order` (size n, a permutation: order[k] = the unknown eliminated k-th) or, without one, on METIS nested
   // dissection of A + A^T; the arrays must outlive this object (order need not). Returns false if UMFPACK
   // rejects the pattern (or the order) or runs out of memory.
-  bool analyze(int n, const int* Ap, const int* Ai, const int* order = nullptr);
+  bool analyze(int n, const int* Ap, const int* Ai, const int* order = nullptr) override;
   // The analysis of `o` (analyzed) shared instead of repeated: its Symbolic object (read-only in every numeric
   // factorization) and pattern, this object's factorizations its own. For several factorizations of one pattern
   // held at once (NewtonSolver's cache): a symbolic analysis with METIS costs about a numeric factorization.
   void share_analysis(const UmfpackLU& o);
-  bool analyzed() const { return symbolic_ != nullptr; }
+  std::unique_ptr<MultifrontalLU<T>> sibling() const override;  // a new object with share_analysis(*this)
+  bool analyzed() const override { return symbolic_ != nullptr; }
   // 64-bit indices from the next analyze() whatever the size (for tests of that path); default off.
   void force_long_indices(bool on) { force_long_ = on; }
   bool long_indices() const { return long_pattern_ != nullptr; }
   // Numeric factorization of values Ax (size nnz), kept (copied) for the iterative refinement of solve().
   // Returns false if the matrix is singular (or memory runs out).
-  bool factor(const T* Ax);
+  bool factor(const T* Ax) override;
   // Solves A x = b in place (b size n), with up to two steps of iterative refinement against the factored A.
   // Without refinement, a real factorization with 32-bit indices that is used for kPlainAfterSolves solves is
   // copied out of UMFPACK into plain row-form L and U (umfpack_di_get_numeric) and UMFPACK's copy freed: its
@@ -51,14 +55,14 @@ class UmfpackLU {
   // scatters U's columns). The 256x256 crossbar transient (1,196 solves of 34 factorizations of 132,352 unknowns,
   // 5.7 M entries of L and U; the copy takes ~40 ms) measured 31.6 -> 28.4 s, with 12 bytes per entry held
   // instead of UMFPACK's ~9 (peak 1.11 -> 1.40 GB). The same solution up to rounding (the sums' order differs).
-  void solve(T* b);
+  void solve(T* b) override;
   static constexpr long kPlainAfterSolves = 3;  // (2: an operating point with power probes, one extra solve, would copy)
   bool plain() const { return plain_ != nullptr; }  // the factorization is held in the plain arrays
-  long factorizations() const { return n_factor_; }
+  long factorizations() const override { return n_factor_; }
   // Iterative refinement in solve() (default on, UMFPACK's default of up to 2 steps) or none.
-  void set_refinement(bool on);
+  void set_refinement(bool on) override;
   // Nonzeros of L and U (including the diagonal) of the last factorization.
-  double factor_entries() const { return lu_entries_; }
+  double factor_entries() const override { return lu_entries_; }
 
  private:
   void free_numeric();
@@ -97,11 +101,5 @@ class UmfpackLU {
 
 extern template class UmfpackLU<double>;
 extern template class UmfpackLU<std::complex<double>>;
-
-// Estimated LU work of the fill-reducing minimum-degree ordering KLU uses (AMD on A + A^T): entries of L
-// (below the diagonal) and multiply-subtract pairs of an LU factorization; perm (optional) receives the
-// ordering (size n). Returns false if AMD fails.
-bool amd_fill_estimate(int n, const int* Ap, const int* Ai, double& lnz, double& flops,
-                       std::vector<int>* perm = nullptr);
 
 }  // namespace anasim

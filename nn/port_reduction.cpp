@@ -1,9 +1,11 @@
-// Port reduction of crossbar blocks with CHOLMOD (see port_reduction.hpp): the tiles' conductances from the crossbar
-// element enumerator, the Schur complement onto the ports from the trailing block of a supernodal factor.
+// Port reduction of crossbar blocks (see port_reduction.hpp): the tiles' conductances from the crossbar element
+// enumerator, the Schur complement onto the ports from the trailing block of a supernodal factor (CHOLMOD's, in the
+// module of nn/port_reduction_cholmod.cpp).
 #include "nn/port_reduction.hpp"
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include "engine/module.hpp"
 #include <xmmintrin.h>
 
 namespace anasim::nn::fast {
@@ -45,6 +47,9 @@ void add_tile(PortNetwork& net, const CrossbarSpec& s, const std::vector<double>
   });
   next += topo.nodes() - pins;
 }
+
+SchurSolver::SchurSolver() = default;
+SchurSolver::~SchurSolver() = default;
 
 Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool trace, int split) {
   // Fill-in entries of L decay geometrically (mS wires next to uS cells) into the subnormal range, where the
@@ -96,86 +101,21 @@ Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool tra
     }
   }
   Ap[n] = static_cast<int>(Ai.size());
-  const bool same = L_ && Ap == ap_ && Ai == ai_;
-  if (!same) {
-    if (L_) cholmod_free_factor(&L_, &cc_);
-    ap_ = Ap;
-    ai_ = Ai;
-    // Interior ordering (postordered), then the ports last in their own order.
-    std::vector<int> pi, ii;
-    std::vector<double> xi;
-    std::vector<int> pcol(net.n_int + 1);
-    for (int j = 0; j < net.n_int; ++j) {
-      pcol[j] = static_cast<int>(ii.size());
-      for (int k = Ap[j]; k < Ap[j + 1]; ++k)
-        if (Ai[k] < net.n_int) {
-          ii.push_back(Ai[k]);
-          xi.push_back(Ax[k]);
-        }
-    }
-    pcol[net.n_int] = static_cast<int>(ii.size());
-    cholmod_sparse Aint = wrap(net.n_int, pcol, ii, xi);
-    cc_.supernodal = CHOLMOD_SUPERNODAL;
-    cc_.nmethods = 1;
-    cc_.method[0].ordering = net.n_int > 2000 ? CHOLMOD_METIS : CHOLMOD_AMD;
-    cc_.postorder = 1;
-    // METIS draws from GKlib's random generator, whose state is shared by every thread: two blocks ordered at once
-    // (fast_prepare factorizes blocks in parallel) would race on it and the orderings, hence the rounding of Y,
-    // would change from run to run and with the thread count. One ordering at a time keeps them deterministic.
-    cholmod_factor* Li = nullptr;
-#pragma omp critical(anasim_cholmod_analyze)
-    Li = cholmod_analyze(&Aint, &cc_);
-    if (!Li) return Status::numerical("CHOLMOD could not order a crossbar block");
-    std::vector<int> perm(n);
-    const int* P = static_cast<const int*>(Li->Perm);
-    for (int i = 0; i < net.n_int; ++i) perm[i] = P[i];
-    for (int p = 0; p < m; ++p) perm[net.n_int + p] = net.n_int + p;
-    cholmod_free_factor(&Li, &cc_);
-    cc_.nmethods = 1;
-    cc_.method[0].ordering = CHOLMOD_GIVEN;
-    cc_.postorder = 0;
-    cholmod_sparse A = wrap(n, Ap, Ai, Ax);
-    // Relaxed supernode amalgamation: at CHOLMOD's defaults (4/16/48 columns, 0.8/0.1/0.05 zeros) a shipped
-    // network's 57,696-node block has ~8,900 supernodes of 6 columns and the factorization runs at 1.8 GFLOP/s, its
-    // BLAS calls' overhead; 16/48/128 and 0.8/0.2/0.05 halve the supernodes and take ~30% less time (measured:
-    // a trial's port reduction with sigma_g 5%, 0.54 -> 0.38 s CPU); more amalgamation was slower again.
-    cc_.nrelax[0] = 16;
-    cc_.nrelax[1] = 48;
-    cc_.nrelax[2] = 128;
-    cc_.zrelax[0] = 0.8;
-    cc_.zrelax[1] = 0.2;
-    cc_.zrelax[2] = 0.05;
-    L_ = cholmod_analyze_p(&A, perm.data(), nullptr, 0, &cc_);
-    if (!L_) return Status::numerical("CHOLMOD analysis of a crossbar block failed");
+  if (!factor_) {
+    std::string why;
+    using New = PortFactor*();
+    New* make = module::function<New>("cholmod", "anasim_cholmod_new_port_factor", &why);
+    if (!make) return Status::fail(ErrorKind::Other, "port reduction: " + why);
+    factor_.reset(make());
   }
-  cholmod_sparse A = wrap(n, Ap, Ai, Ax);
   const auto tf = Clock::now();
-  const bool fok = cholmod_factorize(&A, L_, &cc_);
-  if (!fok || cc_.status != CHOLMOD_OK)
-    return Status::numerical(fmt::format("CHOLMOD factorization of a crossbar block failed (status {}, column {})",
-                                         cc_.status, L_->minor));
-  const int* Lperm = static_cast<const int*>(L_->Perm);
-  for (int p = 0; p < m; ++p)
-    if (Lperm[net.n_int + p] != net.n_int + p)
-      return Status::fail(ErrorKind::Other, "CHOLMOD moved a port out of the trailing block");
-  // Trailing m x m block of the supernodal L.
   Eigen::MatrixXd Lpp = Eigen::MatrixXd::Zero(m, m);
-  const int first = n - m;
-  const int* super = static_cast<const int*>(L_->super);
-  const int* lpi = static_cast<const int*>(L_->pi);
-  const int* lpx = static_cast<const int*>(L_->px);
-  const int* ls = static_cast<const int*>(L_->s);
-  const double* lx = static_cast<const double*>(L_->x);
-  if (!L_->is_super) return Status::fail(ErrorKind::Other, "CHOLMOD did not make a supernodal factor");
-  for (size_t s = 0; s < L_->nsuper; ++s) {
-    const int k1 = super[s], k2 = super[s + 1];
-    if (k2 <= first) continue;
-    const int psi = lpi[s], nsrow = lpi[s + 1] - psi, psx = lpx[s];
-    for (int k = std::max(k1, first); k < k2; ++k)
-      for (int r = 0; r < nsrow; ++r) {
-        const int row = ls[psi + r];
-        if (row >= k) Lpp(row - first, k - first) = lx[psx + static_cast<size_t>(k - k1) * nsrow + r];
-      }
+  bool same = false;
+  std::string error;
+  switch (factor_->factor(n, m, Ap, Ai, Ax, Lpp.data(), same, error)) {
+    case PortFactor::kOk: break;
+    case PortFactor::kNumerical: return Status::numerical(error);
+    default: return Status::fail(ErrorKind::Other, error);
   }
   if (split > 0) {
     // Y(split.., ..split) = L(split.., ..split) L(..split, ..split)^T: the rest of L's rows are 0 there.
@@ -186,25 +126,9 @@ Status SchurSolver::compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool tra
     for (int p = 0; p < m; ++p) Y(p, p) -= delta[p];
   }
   if (trace)
-    fmt::print(stderr, "port reduction: {} nodes, {} ports, {} analysis, factor + extraction {:.3f} s (total {:.3f} s)\n",
+    fmt::print(stderr, "port reduction: {} nodes, {} ports, {} analysis, analysis + factor + extraction {:.3f} s (total {:.3f} s)\n",
                n, m, same ? "reused" : "new", since(tf), since(t_start));
   return {};
-}
-
-cholmod_sparse SchurSolver::wrap(int n, const std::vector<int>& p, const std::vector<int>& i, const std::vector<double>& x) {
-  cholmod_sparse A{};
-  A.nrow = A.ncol = static_cast<size_t>(n);
-  A.nzmax = i.size();
-  A.p = const_cast<int*>(p.data());
-  A.i = const_cast<int*>(i.data());
-  A.x = const_cast<double*>(x.data());
-  A.stype = -1;
-  A.itype = CHOLMOD_INT;
-  A.xtype = CHOLMOD_REAL;
-  A.dtype = CHOLMOD_DOUBLE;
-  A.sorted = 1;
-  A.packed = 1;
-  return A;
 }
 
 }  // namespace anasim::nn::fast

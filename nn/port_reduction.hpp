@@ -5,9 +5,11 @@
 // symbolic analysis is kept for the next network of the same pattern (the next Monte Carlo trial).
 #pragma once
 #include <vector>
-#include <cholmod.h>
+#include <memory>
+#include <string>
 #include <Eigen/Dense>
 #include "devices/crossbar.hpp"
+#include "engine/types.hpp"
 
 namespace anasim::nn::fast {
 
@@ -32,14 +34,26 @@ struct PortNetwork {
 void add_tile(PortNetwork& net, const CrossbarSpec& s, const std::vector<double>& g, const std::vector<int>& rowpin,
               const std::vector<int>& colpin, int& next, std::vector<double>* cap = nullptr);
 
+// The supernodal Cholesky factorization behind SchurSolver, as an interface: CHOLMOD's (nn/port_reduction_cholmod.cpp),
+// the module "cholmod" (engine/module.hpp), loaded the first time a network is reduced, so that runs without the
+// NN fast path do not load CHOLMOD and the OpenBLAS under it.
+class PortFactor {
+ public:
+  enum Result { kOk = 0, kNumerical = 1, kOther = 2 };
+  virtual ~PortFactor() = default;
+  // Factors the symmetric positive definite n x n matrix (lower triangle in CSC: Ap, Ai, Ax, sorted, diagonal
+  // first) with its last m unknowns (the ports) kept last in the elimination, into L L^T; writes the trailing m x m
+  // block of L to Lpp (column-major, m * m, zeroed by the caller). The symbolic analysis is kept for the next
+  // matrix of the same pattern (reused: whether it was). Not kOk: error says why.
+  virtual int factor(int n, int m, const std::vector<int>& Ap, const std::vector<int>& Ai,
+                     const std::vector<double>& Ax, double* Lpp, bool& reused, std::string& error) = 0;
+};
+
 // Port admittance of a network; keeps the symbolic analysis for the next network of the same pattern.
 class SchurSolver {
  public:
-  SchurSolver() { cholmod_start(&cc_); }
-  ~SchurSolver() {
-    if (L_) cholmod_free_factor(&L_, &cc_);
-    cholmod_finish(&cc_);
-  }
+  SchurSolver();
+  ~SchurSolver();
   SchurSolver(const SchurSolver&) = delete;
   SchurSolver& operator=(const SchurSolver&) = delete;
 
@@ -49,10 +63,7 @@ class SchurSolver {
   Status compute(const PortNetwork& net, Eigen::MatrixXd& Y, bool trace = false, int split = 0);
 
  private:
-  static cholmod_sparse wrap(int n, const std::vector<int>& p, const std::vector<int>& i, const std::vector<double>& x);
-  cholmod_common cc_;
-  cholmod_factor* L_ = nullptr;
-  std::vector<int> ap_, ai_;  // pattern of the analysed network (lower-triangular CSC)
+  std::unique_ptr<PortFactor> factor_;  // CHOLMOD's, created at the first compute()
 };
 
 }  // namespace anasim::nn::fast

@@ -10,6 +10,7 @@
 #include <vector>
 #include <Eigen/Sparse>
 #include "engine/sparse_lu.hpp"
+#include "engine/umfpack_lu.hpp"
 
 using namespace anasim;
 
