@@ -143,7 +143,7 @@ std::vector<Piece> table_pieces(size_t nc, long rows) {
 
 // Writes one analysis table to FILE; false on any I/O error. Tables of at least 2^14 numbers are formatted on two
 // threads (PieceWriter), others on this one.
-bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
+bool write_table(const AnalysisResult& a, long rows, OutputFile& f) {
   const std::vector<Column> cols = table_columns(a);
   const std::vector<Piece> pieces = table_pieces(cols.size(), rows);
   const bool two = cols.size() * static_cast<size_t>(rows + 1) >= 2 * kPieceNumbers && omp_get_max_threads() >= 2 &&
@@ -153,9 +153,9 @@ bool write_table(const AnalysisResult& a, long rows, std::FILE* f) {
     if (p.c0 > 0) b.push_back(',');
     format_piece(cols, p.r0, p.r1, p.c0, p.c1, b);
   };
-  auto put = [&](const fmt::memory_buffer& b) { return std::fwrite(b.data(), 1, b.size(), f) == b.size(); };
+  auto put = [&](const fmt::memory_buffer& b) { return f.write(b.data(), b.size()); };
   if (!PieceWriter::run(pieces.size(), two, format, put)) return false;
-  return std::fflush(f) == 0 && !std::ferror(f);
+  return std::fflush(f.stream()) == 0 && !std::ferror(f.stream());
 }
 
 // The error of a failed write, read from errno right after it.
@@ -390,7 +390,7 @@ Status write_files(const RunResults& r, const std::string& dir, OutputSet& set) 
                           fmt::format("cannot write '{}': columns of analysis '{}' differ in length", file, a.group));
     OutputFile* f = set.add(file, &st);
     if (!f) return st;
-    if (!write_table(a, rows, f->stream())) return write_error(file);
+    if (!write_table(a, rows, *f)) return write_error(file);
   }
   return {};
 }

