@@ -72,9 +72,9 @@ bool Recorder::record(const double* x, double t) {
     width_ = width;
     const size_t bytes = sink_ ? kSinkBytes : kBufferBytes, most = sink_ ? kSinkRows : kMaxRows;
     capacity_ = std::clamp<size_t>(bytes / (sizeof(double) * std::max<size_t>(width, 1)), 1, most);
-    rows_.assign(capacity_ * width, 0.0);
+    rows_.reset(new double[capacity_ * width]);
   }
-  double* row = rows_.data() + pending_ * width_;
+  double* row = rows_.get() + pending_ * width_;
   if (sink_) *row++ = t;
   for (size_t k = 0; k < out_.size(); ++k) row[k] = x[out_[k]];
   std::copy(buf_.begin(), buf_.end(), row + out_.size());
@@ -87,7 +87,7 @@ void Recorder::flush() {
   if (sink_) {
     if (sink_ok_ && !begun_) sink_ok_ = sink_->begin(res_);
     begun_ = true;
-    if (sink_ok_) sink_ok_ = sink_->rows(rows_.data(), pending_, width_);
+    if (sink_ok_) sink_ok_ = sink_->rows(rows_.get(), pending_, width_);
     pending_ = 0;
     return;
   }
@@ -97,7 +97,7 @@ void Recorder::flush() {
   for (size_t c0 = 0; c0 < width_; c0 += kBlock) {
     const size_t nc = std::min(kBlock, width_ - c0);
     for (size_t r = 0; r < pending_; ++r) {
-      const double* row = rows_.data() + r * width_ + c0;
+      const double* row = rows_.get() + r * width_ + c0;
       for (size_t j = 0; j < nc; ++j) col[j][r] = row[j];
     }
     for (size_t j = 0; j < nc; ++j) {

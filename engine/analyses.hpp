@@ -73,7 +73,9 @@ class Recorder {
   size_t width_ = 0;     // values per row of the buffered rows
   size_t capacity_ = 0;  // rows the buffer holds
   size_t pending_ = 0;   // rows in the buffer
-  std::vector<double> rows_;  // pending_ rows of width_ values
+  // pending_ rows of width_ values; left uninitialized, so that only the pages of rows written are touched (an
+  // operating point writes one row of a buffer sized for 64)
+  std::unique_ptr<double[]> rows_;
 };
 
 // Power probes for analysis a: asked for by the analysis (`power: true`) or for all (.options power,
