@@ -87,6 +87,12 @@ class NewtonSolver {
   };
   static constexpr int kMaxFactorizations = 32;
   static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
+  // With KLU, a new slot only while the cache holds at most this many entries (about 4 MB of factors): beyond it the
+  // least recently used slot is refactored in place (its memory and pivot order), at a fraction of what a new
+  // slot's full factorization into fresh memory costs (UMFPACK factors anew either way). Measured on the 64x16
+  // crossbar transient (55,000 entries per factorization): 6 slots instead of 31, 0.169 -> 0.143 s of analysis and
+  // 42 -> 28 MB (perf stat -r 5); the 200- and 1000-section RC ladders and the 32x8 crossbar keep every slot.
+  static constexpr double kKluCacheEntries = 3.5e5;
   std::unique_ptr<SparseLU<double>> new_lu() const;
   SparseLU<double>& lu() { return *facts_[cur_].lu; }
   const SparseLU<double>& lu() const { return *facts_[cur_].lu; }
