@@ -170,6 +170,8 @@ class SparseLU {
 
  private:
   bool factor_whole(const T* Ax);
+  // Auto's multifrontal choice for (n, Ap, Ai) (or Umfpack's): UMFPACK analyzed into umfpack_, or false (KLU).
+  bool analyze_multifrontal(int n, const int* Ap, const int* Ai);
   // The full elimination order from hint_ (the unknowns it leaves out first, by AMD), or empty if the hint
   // does not apply to pattern (n, Ap, Ai).
   std::vector<int> hinted_order(int n, const int* Ap, const int* Ai) const;
@@ -182,6 +184,7 @@ class SparseLU {
   bool whole_analyzed_ = false;
   std::unique_ptr<SplitLU> split_;
   bool split_pending_ = false;  // try to split at the first factor (needs the values for zero diagonals)
+  bool choose_later_ = false;   // and if no split is found, make the multifrontal choice then
   bool allow_split_ = true;
   LinearSolver solver_ = LinearSolver::Auto;
   std::unique_ptr<MultifrontalLU<T>> umfpack_;  // set when UMFPACK was chosen (and its module loaded)
