@@ -216,7 +216,8 @@ def run_case(case, a, root):
     # anasim reads the same deck; if it cannot (an exported deck with constructs its SPICE reader lacks), it
     # reads the YAML source the deck was exported from, and the row says so
     csvdir = os.path.join(d, "anasim_csv")
-    out = ["--csv", csvdir] if a.anasim_output == "csv" else ["-o", os.path.join(d, "anasim.h5")]
+    out = {"csv": ["--csv", csvdir], "h5": ["-o", os.path.join(d, "anasim.h5")],
+           "raw": ["-r", os.path.join(d, "anasim.raw")]}[a.anasim_output]
     anasim_input = yaml_src if case.anasim_yaml else deck
     try:
         walls, cpus, rss, p = run_timed([a.anasim, "run", anasim_input] + out, a.runs)
@@ -465,7 +466,7 @@ def markdown(meta, rows):
     t = table_rows(rows)
     lines = [f"Run {meta['date']} on {meta['machine']}; {meta['ngspice']}{' with .options klu' if meta['klu'] else ''}; "
              f"{meta['runs']} runs per simulator, median wall time (a single run where the first took over a minute); "
-             f"ngspice writes its binary raw file, anasim {'CSV' if meta['anasim_output'] == 'csv' else 'HDF5'}; "
+             f"ngspice writes its binary raw file, anasim {dict(raw='its binary raw file', csv='CSV', h5='HDF5')[meta['anasim_output']]}; "
              f"CPU ratio = ratio of median user + sys CPU times; "
              f"load average {meta['load_start'][0]:.2f} at the start, {meta['load_end'][0]:.2f} at the end "
              f"(1-minute); {'quick subset' if meta['quick'] else 'full set'}"
@@ -498,8 +499,10 @@ def main():
     ap.add_argument("--klu", action="store_true", help="add .options klu to every deck (ngspice built with KLU)")
     ap.add_argument("--quick", action="store_true", help="the smallest size of each circuit (under two minutes)")
     ap.add_argument("--runs", type=int, default=3, help="runs per simulator and circuit, median reported (>= 3)")
-    ap.add_argument("--anasim-output", choices=["csv", "h5"], default="csv",
-                    help="what the timed anasim runs write: --csv DIR (default; the results compared) or -o FILE.h5")
+    ap.add_argument("--anasim-output", choices=["raw", "csv", "h5"], default="raw",
+                    help="what the timed anasim runs write: -r FILE.raw (default: a binary SPICE raw file, as the timed "
+                         "ngspice runs write), --csv DIR or -o FILE.h5; the results compared come from an untimed "
+                         "--csv run unless --csv is timed")
     ap.add_argument("--only", action="append", default=[], help="run only circuits whose 'circuit size' contains this")
     ap.add_argument("--json", default=os.path.join(HERE, "results.json"))
     ap.add_argument("--csv", default=os.path.join(HERE, "results.csv"))

@@ -111,7 +111,7 @@ void print_mc(const McResults& mc) {
 }
 
 int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std::string& h5, const std::string& csv,
-            int mc_trials, unsigned long long seed, bool power, const std::string& checkpoint) {
+            const std::string& raw, int mc_trials, unsigned long long seed, bool power, const std::string& checkpoint) {
   auto t0 = std::chrono::steady_clock::now();
   ParsedNetlist pn;
   FlatNetlist fn;
@@ -135,11 +135,16 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   // the time points. With both formats or Monte Carlo the results are kept and written at the end.
   CsvOutput csv_out;
   Hdf5Output h5_out;
+  RawOutput raw_out;
   StreamFactory stream;
-  if (mc_trials == 0 && dist::size() == 1 && (csv.empty() != h5.empty())) {
+  const int formats = !csv.empty() + !h5.empty() + !raw.empty();
+  if (mc_trials == 0 && dist::size() == 1 && formats == 1) {
     if (!csv.empty()) {
       if (Status st = csv_out.open(csv); !st) return report(st);
       stream = [&csv_out](const std::string& group, RowSink*& sink) { return csv_out.stream(group, sink); };
+    } else if (!raw.empty()) {
+      if (Status st = raw_out.open(raw); !st) return report(st);
+      stream = [&raw_out](const std::string& group, RowSink*& sink) { return raw_out.stream(group, sink); };
     } else {
       if (Status st = h5_out.open(h5); !st) return report(st);
       stream = [&h5_out](const std::string& group, RowSink*& sink) { return h5_out.stream(group, sink); };
@@ -163,6 +168,10 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   // is built: the heap keeps freed blocks below glibc's mmap threshold (which rises to 32 MB as large blocks come
   // and go).
   ::malloc_trim(0);
+  if (!raw.empty()) {  // (before the HDF5 file, which may take the waveforms)
+    if (Status st = stream ? raw_out.write(r) : write_raw(r, raw); !st) return report(st);
+    if (is_stdout_name(raw)) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
   if (!h5.empty()) {
     // Written last (no CSV) and only summarised after: its waveforms go as they are written.
     if (Status st = stream ? h5_out.write(std::move(r)) : csv.empty() ? write_hdf5(std::move(r), h5) : write_hdf5(r, h5);
@@ -229,11 +238,12 @@ static int run_command(int argc, char** argv) {
   try {
     CLI::App app{"anasim: circuit simulator for analog neural networks"};
     app.require_subcommand(1);
-    std::string file, h5, csv, spice_out, data_dir;
+    std::string file, h5, csv, raw, spice_out, data_dir;
     auto* run = app.add_subcommand("run", "run every analysis in a netlist (.yaml or SPICE deck)");
     run->add_option("file", file, "netlist")->required();
     run->add_option("-o,--output", h5, "write results to this HDF5 file");
     run->add_option("--csv", csv, "write one CSV per analysis into this directory");
+    run->add_option("-r,--raw", raw, "write a SPICE raw file (binary, as ngspice -r writes: one plot per analysis)");
     int mc_trials = 0;
     unsigned long long seed = 1;
     run->add_option("--mc", mc_trials, "Monte Carlo: number of trials drawing every parameter tolerance")
@@ -264,7 +274,7 @@ static int run_command(int argc, char** argv) {
     if (progress) dist::set_progress(dist::ProgressMode::Always);
     if (*run && !checkpoint.empty() && mc_trials == 0)
       return report(Status::input("--checkpoint needs --mc N (a checkpoint holds Monte Carlo trials)"));
-    if (*run) return cmd_run(file, analyses, h5, csv, mc_trials, seed, power, checkpoint);
+    if (*run) return cmd_run(file, analyses, h5, csv, raw, mc_trials, seed, power, checkpoint);
     if (*exp) return cmd_export(file, analyses, spice_out);
     if (*dev) return cmd_devices();
     if (const int rc = run_nn(); rc >= 0) return rc;

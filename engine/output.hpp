@@ -63,6 +63,31 @@ class CsvOutput {
   std::unique_ptr<Impl> impl_;
 };
 
+// SPICE raw file, binary, as `ngspice -b -r FILE` writes it (and engine/rawfile.hpp reads it): one plot per
+// analysis in run order ("Operating Point", "DC transfer characteristic", "Transient Analysis", "AC Analysis"; an
+// extension analysis under its group name), each a text header (Title, Date, Plotname, Flags real|complex, No.
+// Variables, No. Points, the variables with their types) and "Binary:", then every point's values as little-endian
+// doubles: the sweep variable first (time, frequency, the swept source; none in an operating point), then the
+// signals; an AC plot complex (real, imaginary) throughout. Waveform viewers and ngspice's `load` read it.
+Status write_raw(const RunResults& r, const std::string& path);
+
+// write_raw's file with the transients' rows spooled while they run (as Hdf5Output's): write() copies each spool
+// into its plot.
+class RawOutput {
+ public:
+  RawOutput();
+  ~RawOutput();
+  RawOutput(const RawOutput&) = delete;
+  RawOutput& operator=(const RawOutput&) = delete;
+  Status open(const std::string& path);  // checks the target
+  Status stream(const std::string& group, RowSink*& sink);
+  Status write(const RunResults& r);     // r's analyses marked streamed must have their spool
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Writes v as fmt::format("{}", v) does (shortest round-trip digits; fixed notation for decimal exponents -4 to
 // 15, else d.ddde+XX; "inf", "nan") into out, which has room for kShortestChars; returns the end.
 constexpr int kShortestChars = 32;

@@ -18,6 +18,7 @@
 #include "circuit_helpers.hpp"
 #include "engine/output.hpp"
 #include "engine/piece_writer.hpp"
+#include "engine/rawfile.hpp"
 #include "tests/hdf5_tables.hpp"
 #include "tests/test_support.hpp"
 
@@ -432,6 +433,66 @@ TEST_CASE("output: transients spooled while they run give write_hdf5's tables") 
       CHECK(test_support::read_signals(gb, "values").count("e(total)") == 1);
     }
   }
+}
+
+namespace {
+// Every plot of raw file `path` against the analyses of `r` (kept): plot names, variables (the sweep first), and
+// every value bit for bit (the file holds the doubles themselves).
+void check_raw(const fs::path& path, const RunResults& r) {
+  std::vector<RawPlot> plots;
+  const Status st = read_spice_raw(path.string(), plots);
+  REQUIRE_MESSAGE(st.ok(), st.to_string());
+  REQUIRE(plots.size() == r.analyses.size());
+  for (size_t k = 0; k < plots.size(); ++k) {
+    const AnalysisResult& a = r.analyses[k];
+    const RawPlot& p = plots[k];
+    CAPTURE(a.group);
+    CHECK(p.complex == a.complex());
+    const bool scale = !a.sweep_name.empty();
+    REQUIRE(p.names.size() == a.signals.size() + (scale ? 1 : 0));
+    if (scale) CHECK(p.re[0] == a.sweep);
+    for (size_t i = 0; i < a.signals.size(); ++i) {
+      const size_t v = i + (scale ? 1 : 0);
+      CHECK(p.names[v] == a.signals[i].name);
+      CHECK(p.re[v] == a.signals[i].re);
+      if (a.complex()) CHECK(p.im[v] == a.signals[i].im);
+    }
+  }
+  if (!plots.empty()) {
+    CHECK(plots[0].plotname == "Transient Analysis");
+    CHECK(plots[1].plotname == "Operating Point");
+  }
+}
+}  // namespace
+
+TEST_CASE("output: SPICE raw files hold every analysis's values exactly, streamed or kept") {
+  const std::string deck =
+      "raw\nv1 in 0 dc 1 ac 1 pulse(0 1 0 10n 10n 300n 600n)\nr1 in a 1k\nd1 a out dm\nc1 out 0 100p\n"
+      "r2 out 0 10k\n.model dm d(is=1e-14)\n.options power\n.tran 0.1n 2u\n.op\n.dc v1 0 1 0.1\n"
+      ".ac dec 5 1k 1g\n.tran 0.2n 2u 1u\n.end\n";
+  const fs::path dir = scratch("raw");
+  const RunResults kept = test::run_deck(deck);
+  REQUIRE(kept.analyses.size() == 5);
+  REQUIRE(write_raw(kept, (dir / "kept.raw").string()).ok());
+  check_raw(dir / "kept.raw", kept);
+  ParsedNetlist pn;
+  REQUIRE(parse_spice_string(deck, "deck.cir", builtin_catalog(), pn).ok());
+  FlatNetlist fn;
+  REQUIRE(elaborate(pn, builtin_catalog(), fn).ok());
+  {
+    RawOutput out;
+    REQUIRE(out.open((dir / "streamed.raw").string()).ok());
+    StreamFactory f = [&](const std::string& group, RowSink*& sink) { return out.stream(group, sink); };
+    RunResults r;
+    Status st = simulate(fn, builtin_catalog(), r, nullptr, &f);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    CHECK(r.analyses[0].streamed);
+    CHECK(r.analyses[4].streamed);
+    st = out.write(r);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+  }
+  CHECK_FALSE(has_tmp(dir));
+  check_raw(dir / "streamed.raw", kept);
 }
 
 TEST_CASE("output: csv overwrites existing files") {
