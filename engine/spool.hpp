@@ -64,11 +64,11 @@ class Spool final : public RowSink {
   Status end() override { return err_ == 0 ? Status{} : error(err_); }
   size_t rows() const { return rows_; }
   size_t width() const { return width_; }
-  // Calls f(p0, m, rows) for consecutive blocks of m rows from row p0 (rows: m x width values), each about 8 MB
-  // and at least `min_rows` rows.
+  // Calls f(p0, m, rows) for consecutive blocks of m rows from row p0 (rows: m x width values), each of about
+  // `values` values (8 bytes each) and at least `min_rows` rows.
   template <class F>
-  void for_blocks(size_t min_rows, F f) const {
-    const size_t block = std::max<size_t>(min_rows, (size_t(1) << 20) / width_);
+  void for_blocks(size_t min_rows, F f, size_t values = size_t(1) << 20) const {
+    const size_t block = std::max<size_t>(min_rows, values / width_);
     std::vector<double> buf(std::min(block, rows_) * width_);
     for (size_t p0 = 0; p0 < rows_; p0 += block) {
       const size_t m = std::min(block, rows_ - p0);
