@@ -324,7 +324,6 @@ void write_mc(H5::H5File& file, const McResults& r_mc) {
 // Upper estimate of the file size [bytes]: the data, the names (a global heap entry of ~32 bytes plus the name
 // each) and about 1 KiB of metadata per dataset.
 // `spools`: the spooled analyses' rows by group (may be null).
-using Spools = std::map<std::string, std::unique_ptr<Spool>>;
 std::size_t expected_hdf5_bytes(const RunResults& r, const Spools* spools) {
   std::size_t bytes = 1 << 16;
   for (const auto& a : r.analyses) {
@@ -479,26 +478,13 @@ Status write_hdf5(const RunResults& r, const std::string& path) { return write_f
 Status write_hdf5(RunResults&& r, const std::string& path) { return write_file(r, path, true); }
 
 struct Hdf5Output::Impl {
-  std::string path;
-  Spools spools;
+  SpoolSet set;
 };
 
 Hdf5Output::Hdf5Output() : impl_(std::make_unique<Impl>()) {}
 Hdf5Output::~Hdf5Output() = default;
-
-Status Hdf5Output::open(const std::string& path) {
-  impl_->path = path;
-  return is_stdout_name(path) ? Status{} : check_output_target(path);
-}
-
-Status Hdf5Output::stream(const std::string& group, RowSink*& sink) {
-  auto sp = std::make_unique<Spool>(impl_->path);
-  if (Status st = sp->open(); !st) return st;
-  sink = sp.get();
-  impl_->spools[group] = std::move(sp);
-  return {};
-}
-
-Status Hdf5Output::write(RunResults&& r) { return write_file(r, impl_->path, true, &impl_->spools); }
+Status Hdf5Output::open(const std::string& path) { return impl_->set.open(path); }
+Status Hdf5Output::stream(const std::string& group, RowSink*& sink) { return impl_->set.stream(group, sink); }
+Status Hdf5Output::write(RunResults&& r) { return write_file(r, impl_->set.path(), true, &impl_->set.spools()); }
 
 }  // namespace anasim

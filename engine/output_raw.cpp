@@ -78,8 +78,6 @@ bool write_plot(OutputFile& f, const RunResults& r, const AnalysisResult& a, con
   return ok;
 }
 
-using Spools = std::map<std::string, std::unique_ptr<Spool>>;
-
 Status write_file(const RunResults& r, const std::string& path, const Spools* spools) {
   for (const AnalysisResult& a : r.analyses) {
     if (a.streamed && (!spools || !spools->count(a.group)))
@@ -106,26 +104,13 @@ Status write_file(const RunResults& r, const std::string& path, const Spools* sp
 Status write_raw(const RunResults& r, const std::string& path) { return write_file(r, path, nullptr); }
 
 struct RawOutput::Impl {
-  std::string path;
-  Spools spools;
+  SpoolSet set;
 };
 
 RawOutput::RawOutput() : impl_(std::make_unique<Impl>()) {}
 RawOutput::~RawOutput() = default;
-
-Status RawOutput::open(const std::string& path) {
-  impl_->path = path;
-  return is_stdout_name(path) ? Status{} : check_output_target(path);
-}
-
-Status RawOutput::stream(const std::string& group, RowSink*& sink) {
-  auto sp = std::make_unique<Spool>(impl_->path);
-  if (Status st = sp->open(); !st) return st;
-  sink = sp.get();
-  impl_->spools[group] = std::move(sp);
-  return {};
-}
-
-Status RawOutput::write(const RunResults& r) { return write_file(r, impl_->path, &impl_->spools); }
+Status RawOutput::open(const std::string& path) { return impl_->set.open(path); }
+Status RawOutput::stream(const std::string& group, RowSink*& sink) { return impl_->set.stream(group, sink); }
+Status RawOutput::write(const RunResults& r) { return write_file(r, impl_->set.path(), &impl_->set.spools()); }
 
 }  // namespace anasim

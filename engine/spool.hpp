@@ -10,7 +10,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <map>
+#include <memory>
 #include <fmt/format.h>
+#include "engine/output_file.hpp"
 #include "engine/results.hpp"
 
 namespace anasim {
@@ -102,5 +105,29 @@ class Spool final : public RowSink {
   int err_ = 0;
 };
 
+
+using Spools = std::map<std::string, std::unique_ptr<Spool>>;
+
+// The output file of a run and the spools of its streamed analyses, by group (Hdf5Output, RawOutput).
+class SpoolSet {
+ public:
+  Status open(const std::string& path) {  // checks the target
+    path_ = path;
+    return is_stdout_name(path) ? Status{} : check_output_target(path);
+  }
+  Status stream(const std::string& group, RowSink*& sink) {
+    auto sp = std::make_unique<Spool>(path_);
+    if (Status st = sp->open(); !st) return st;
+    sink = sp.get();
+    spools_[group] = std::move(sp);
+    return {};
+  }
+  const std::string& path() const { return path_; }
+  const Spools& spools() const { return spools_; }
+
+ private:
+  std::string path_;
+  Spools spools_;
+};
 
 }  // namespace anasim
