@@ -95,8 +95,11 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
       double held = 0;
       for (const Factorization& f : facts_) held += f.lu->factor_entries();
       const double one = facts_[cur_].lu->factor_entries();
-      const double budget = facts_[cur_].lu->solver() == LinearSolver::Umfpack ? kCacheEntries : kKluCacheEntries;
-      if (static_cast<int>(facts_.size()) < kMaxFactorizations && held + one <= budget) {
+      const int slots = static_cast<int>(facts_.size());
+      const bool room = facts_[cur_].lu->solver() == LinearSolver::Umfpack
+                            ? held + one <= kCacheEntries
+                            : slots < kMinKluFactorizations || held + one <= kKluCacheEntries;
+      if (slots < kMaxFactorizations && room) {
         facts_.push_back({facts_[cur_].lu->sibling(), {}, 0});
         cur_ = static_cast<int>(facts_.size()) - 1;
       } else if (facts_.size() > 1) {

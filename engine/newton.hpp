@@ -87,12 +87,17 @@ class NewtonSolver {
   };
   static constexpr int kMaxFactorizations = 32;
   static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
-  // With KLU, a new slot only while the cache holds at most this many entries (about 4 MB of factors): beyond it the
-  // least recently used slot is refactored in place (its memory and pivot order), at a fraction of what a new
-  // slot's full factorization into fresh memory costs (UMFPACK factors anew either way). Measured on the 64x16
-  // crossbar transient (55,000 entries per factorization): 6 slots instead of 31, 0.169 -> 0.143 s of analysis and
-  // 42 -> 28 MB (perf stat -r 5); the 200- and 1000-section RC ladders and the 32x8 crossbar keep every slot.
-  static constexpr double kKluCacheEntries = 3.5e5;
+  // With KLU, a new slot only while there are fewer than kMinKluFactorizations or the cache holds at most
+  // kKluCacheEntries entries (about 1.2 MB of factors): beyond that the least recently used slot is refactored in
+  // place (its memory and pivot order), at a fraction of what a new slot's full factorization into fresh memory
+  // costs (UMFPACK factors anew either way). Eight slots hold the step sizes that every breakpoint's cycle repeats
+  // (two slots made the 64x16 crossbar transient refactor 322 times: 0.148 -> 0.237 s). Measured (perf stat -r 5,
+  // against every slot kept): the 64x16 crossbar transient (40,000 entries per factorization) 8 slots instead of 31,
+  // analysis 0.169 -> 0.127-0.143 s and 42 -> 27 MB (with its CSV); the 32x8 one (11,000) 14 slots, 0.044-0.046 ->
+  // 0.038-0.041 s and 17.3 -> 14.2-14.8 MB (with its raw file); the RC ladders and a periodic-pulse RC keep (nearly)
+  // every slot.
+  static constexpr int kMinKluFactorizations = 8;
+  static constexpr double kKluCacheEntries = 1e5;
   std::unique_ptr<SparseLU<double>> new_lu() const;
   SparseLU<double>& lu() { return *facts_[cur_].lu; }
   const SparseLU<double>& lu() const { return *facts_[cur_].lu; }
