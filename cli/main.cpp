@@ -143,7 +143,7 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
       if (Status st = csv_out.open(csv); !st) return report(st);
       stream = [&csv_out](const std::string& group, RowSink*& sink) { return csv_out.stream(group, sink); };
     } else if (!raw.empty()) {
-      if (Status st = raw_out.open(raw); !st) return report(st);
+      if (Status st = raw_out.open(raw, fn.title); !st) return report(st);
       stream = [&raw_out](const std::string& group, RowSink*& sink) { return raw_out.stream(group, sink); };
     } else {
       if (Status st = h5_out.open(h5); !st) return report(st);

@@ -71,15 +71,17 @@ class CsvOutput {
 // signals; an AC plot complex (real, imaginary) throughout. Waveform viewers and ngspice's `load` read it.
 Status write_raw(const RunResults& r, const std::string& path);
 
-// write_raw's file with the transients' rows spooled while they run (as Hdf5Output's): write() copies each spool
-// into its plot.
+// write_raw's file with the transients' plots written while they run: straight into the file (its temporary, its
+// point count filled in at the end), so that they come first and the other analyses' plots after them, in run order
+// (ngspice does not keep the deck's order either); to standard output they are spooled as Hdf5Output's are and the
+// run's order is kept. title: the Title lines (RunResults::title).
 class RawOutput {
  public:
   RawOutput();
   ~RawOutput();
   RawOutput(const RawOutput&) = delete;
   RawOutput& operator=(const RawOutput&) = delete;
-  Status open(const std::string& path);  // checks the target
+  Status open(const std::string& path, const std::string& title);  // checks the target
   Status stream(const std::string& group, RowSink*& sink);
   Status write(const RunResults& r);     // r's analyses marked streamed must have their spool
 

@@ -1,4 +1,8 @@
 // SPICE raw files (see output.hpp, write_raw): written through OutputFile like every output.
+#include <unistd.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -39,20 +43,27 @@ std::string date_now() {
   return std::strftime(buf, sizeof buf, "%a %b %e %H:%M:%S  %Y", &tm) ? buf : "";
 }
 
-// One plot: header, then its points from `spool` (a streamed analysis) or from a's columns.
-bool write_plot(OutputFile& f, const RunResults& r, const AnalysisResult& a, const Spool* spool,
-                const std::string& date) {
+// A plot's header up to "Binary:"; `points` is the "No. Points" field as written.
+std::string plot_header(const std::string& title, const std::string& date, const AnalysisResult& a,
+                        const std::string& points) {
   const bool scale = !a.sweep_name.empty();
-  const bool cplx = a.complex();
-  const size_t points = spool ? spool->rows() : static_cast<size_t>(scale ? a.sweep.size() : a.rows());
   const char* name = plot_name(a);
   std::string h = fmt::format("Title: {}\nDate: {}\nPlotname: {}\nFlags: {}\nNo. Variables: {}\nNo. Points: {}\n"
-                              "Variables:\n", r.title, date, name ? name : a.group, cplx ? "complex" : "real",
+                              "Variables:\n", title, date, name ? name : a.group, a.complex() ? "complex" : "real",
                               a.signals.size() + (scale ? 1 : 0), points);
   size_t k = 0;
   if (scale) h += fmt::format("\t{}\t{}\t{}\n", k++, a.sweep_name, raw_type(a.sweep_unit));
   for (const Signal& s : a.signals) h += fmt::format("\t{}\t{}\t{}\n", k++, s.name, raw_type(s.unit));
-  h += "Binary:\n";
+  return h + "Binary:\n";
+}
+
+// One plot: header, then its points from `spool` (a streamed analysis) or from a's columns.
+bool write_plot(OutputFile& f, const std::string& title, const AnalysisResult& a, const Spool* spool,
+                const std::string& date) {
+  const bool scale = !a.sweep_name.empty();
+  const bool cplx = a.complex();
+  const size_t points = spool ? spool->rows() : static_cast<size_t>(scale ? a.sweep.size() : a.rows());
+  const std::string h = plot_header(title, date, a, std::to_string(points));
   if (!f.write(h.data(), h.size())) return false;
   bool ok = true;
   if (spool) {  // its rows are the plot's points as they go into the file (real: time, then the signals); copied
@@ -78,6 +89,43 @@ bool write_plot(OutputFile& f, const RunResults& r, const AnalysisResult& a, con
   return ok;
 }
 
+// A streamed transient's plot written straight into the output file as it runs (RawOutput on a regular file): the
+// header at begin() with the point count left blank (kPointsWidth spaces), the rows as they come, the count written
+// into its place at the end (patch()).
+class RawStream final : public RowSink {
+ public:
+  static constexpr size_t kPointsWidth = 20;
+  RawStream(OutputFile& f, const std::string& title, const std::string& date) : f_(f), title_(title), date_(date) {}
+  bool begin(const AnalysisResult& a) override {
+    width_ = 1 + a.signals.size();
+    const std::string h = plot_header(title_, date_, a, std::string(kPointsWidth, ' '));
+    const long at = std::ftell(f_.stream());
+    const size_t field = h.find("No. Points: ") + 12;
+    if (at < 0) return false;
+    field_ = at + static_cast<long>(field);
+    return f_.write(h.data(), h.size());
+  }
+  bool rows(const double* data, size_t n, size_t width) override {
+    if (width != width_) return false;
+    points_ += n;
+    return f_.write(data, n * width * sizeof(double));
+  }
+  Status end() override { return {}; }
+  // The point count into its field (after every write: the stream is flushed first). false on a failed write.
+  bool patch() const {
+    if (std::fflush(f_.stream()) != 0) return false;
+    const std::string v = fmt::format("{:<{}}", points_, kPointsWidth);
+    return ::pwrite(::fileno(f_.stream()), v.data(), v.size(), field_) == static_cast<ssize_t>(v.size());
+  }
+
+ private:
+  OutputFile& f_;
+  const std::string& title_;
+  const std::string& date_;
+  size_t width_ = 0, points_ = 0;
+  long field_ = -1;
+};
+
 Status write_file(const RunResults& r, const std::string& path, const Spools* spools) {
   for (const AnalysisResult& a : r.analyses) {
     if (a.streamed && (!spools || !spools->count(a.group)))
@@ -91,7 +139,7 @@ Status write_file(const RunResults& r, const std::string& path, const Spools* sp
   const std::string date = date_now();
   try {
     for (const AnalysisResult& a : r.analyses)
-      if (!write_plot(f, r, a, a.streamed ? spools->at(a.group).get() : nullptr, date))
+      if (!write_plot(f, r.title, a, a.streamed ? spools->at(a.group).get() : nullptr, date))
         return f.commit();  // (reports the failed write, naming the file; the temporary is removed)
   } catch (const std::exception& e) {  // a spool that cannot be read back
     return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, e.what()));
@@ -103,14 +151,59 @@ Status write_file(const RunResults& r, const std::string& path, const Spools* sp
 
 Status write_raw(const RunResults& r, const std::string& path) { return write_file(r, path, nullptr); }
 
+// A regular file gets the streamed plots written straight into it as they run (RawStream), before the others; a
+// stdout target (which cannot be patched) spools them as write_hdf5's output does and keeps the run's order.
 struct RawOutput::Impl {
-  SpoolSet set;
+  SpoolSet set;  // (stdout)
+  std::string title, date;
+  OutputFile file;
+  bool direct = false, opened = false;
+  std::map<std::string, std::unique_ptr<RawStream>> streams;
 };
 
 RawOutput::RawOutput() : impl_(std::make_unique<Impl>()) {}
 RawOutput::~RawOutput() = default;
-Status RawOutput::open(const std::string& path) { return impl_->set.open(path); }
-Status RawOutput::stream(const std::string& group, RowSink*& sink) { return impl_->set.stream(group, sink); }
-Status RawOutput::write(const RunResults& r) { return write_file(r, impl_->set.path(), &impl_->set.spools()); }
+
+Status RawOutput::open(const std::string& path, const std::string& title) {
+  impl_->title = title;
+  impl_->date = date_now();
+  impl_->direct = !is_stdout_name(path);
+  return impl_->set.open(path);
+}
+
+Status RawOutput::stream(const std::string& group, RowSink*& sink) {
+  Impl& m = *impl_;
+  if (!m.direct) return m.set.stream(group, sink);
+  if (!m.opened) {
+    if (Status st = m.file.open(m.set.path()); !st) return st;
+    m.opened = true;
+  }
+  auto s = std::make_unique<RawStream>(m.file, m.title, m.date);
+  sink = s.get();
+  m.streams[group] = std::move(s);
+  return {};
+}
+
+Status RawOutput::write(const RunResults& r) {
+  Impl& m = *impl_;
+  if (!m.direct) return write_file(r, m.set.path(), &m.set.spools());
+  for (const AnalysisResult& a : r.analyses)
+    if (a.streamed && !m.streams.count(a.group))
+      return Status::fail(ErrorKind::Other, fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
+  if (!m.opened) {
+    if (Status st = m.file.open(m.set.path()); !st) return st;
+    m.opened = true;
+  }
+  bool ok = true;
+  for (const AnalysisResult& a : r.analyses)  // the kept plots after the streamed ones, in run order
+    if (!a.streamed && ok) ok = write_plot(m.file, r.title, a, nullptr, m.date);
+  for (const auto& [group, s] : m.streams) ok = ok && s->patch();
+  if (!ok && std::ferror(m.file.stream()) == 0) {  // a failed patch: make commit() report it
+    const int e = errno ? errno : EIO;
+    m.file.discard();
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", m.set.path(), std::strerror(e)));
+  }
+  return m.file.commit();
+}
 
 }  // namespace anasim

@@ -436,16 +436,18 @@ TEST_CASE("output: transients spooled while they run give write_hdf5's tables") 
 }
 
 namespace {
-// Every plot of raw file `path` against the analyses of `r` (kept): plot names, variables (the sweep first), and
-// every value bit for bit (the file holds the doubles themselves).
-void check_raw(const fs::path& path, const RunResults& r) {
+// Every plot of raw file `path` against the analyses of `r` (kept), plot k holding analysis order[k]: plot names,
+// variables (the sweep first), and every value bit for bit (the file holds the doubles themselves).
+void check_raw(const fs::path& path, const RunResults& r, const std::vector<int>& order) {
   std::vector<RawPlot> plots;
   const Status st = read_spice_raw(path.string(), plots);
   REQUIRE_MESSAGE(st.ok(), st.to_string());
   REQUIRE(plots.size() == r.analyses.size());
+  REQUIRE(order.size() == plots.size());
   for (size_t k = 0; k < plots.size(); ++k) {
-    const AnalysisResult& a = r.analyses[k];
+    const AnalysisResult& a = r.analyses[order[k]];
     const RawPlot& p = plots[k];
+    CHECK(p.title == r.title);
     CAPTURE(a.group);
     CHECK(p.complex == a.complex());
     const bool scale = !a.sweep_name.empty();
@@ -458,14 +460,12 @@ void check_raw(const fs::path& path, const RunResults& r) {
       if (a.complex()) CHECK(p.im[v] == a.signals[i].im);
     }
   }
-  if (!plots.empty()) {
-    CHECK(plots[0].plotname == "Transient Analysis");
-    CHECK(plots[1].plotname == "Operating Point");
-  }
+  CHECK(plots[0].plotname == "Transient Analysis");
 }
 }  // namespace
 
 TEST_CASE("output: SPICE raw files hold every analysis's values exactly, streamed or kept") {
+  // (the stream's plots are written into the file as they run: with a failure before write(), nothing is left)
   const std::string deck =
       "raw\nv1 in 0 dc 1 ac 1 pulse(0 1 0 10n 10n 300n 600n)\nr1 in a 1k\nd1 a out dm\nc1 out 0 100p\n"
       "r2 out 0 10k\n.model dm d(is=1e-14)\n.options power\n.tran 0.1n 2u\n.op\n.dc v1 0 1 0.1\n"
@@ -474,14 +474,14 @@ TEST_CASE("output: SPICE raw files hold every analysis's values exactly, streame
   const RunResults kept = test::run_deck(deck);
   REQUIRE(kept.analyses.size() == 5);
   REQUIRE(write_raw(kept, (dir / "kept.raw").string()).ok());
-  check_raw(dir / "kept.raw", kept);
+  check_raw(dir / "kept.raw", kept, {0, 1, 2, 3, 4});
   ParsedNetlist pn;
   REQUIRE(parse_spice_string(deck, "deck.cir", builtin_catalog(), pn).ok());
   FlatNetlist fn;
   REQUIRE(elaborate(pn, builtin_catalog(), fn).ok());
   {
     RawOutput out;
-    REQUIRE(out.open((dir / "streamed.raw").string()).ok());
+    REQUIRE(out.open((dir / "streamed.raw").string(), fn.title).ok());
     StreamFactory f = [&](const std::string& group, RowSink*& sink) { return out.stream(group, sink); };
     RunResults r;
     Status st = simulate(fn, builtin_catalog(), r, nullptr, &f);
@@ -492,7 +492,16 @@ TEST_CASE("output: SPICE raw files hold every analysis's values exactly, streame
     REQUIRE_MESSAGE(st.ok(), st.to_string());
   }
   CHECK_FALSE(has_tmp(dir));
-  check_raw(dir / "streamed.raw", kept);
+  check_raw(dir / "streamed.raw", kept, {0, 4, 1, 2, 3});  // the transients written as they ran, then the rest
+  {  // streamed into the file, then destroyed without write() (as when the run fails): no file, no temporary
+    RawOutput out;
+    REQUIRE(out.open((dir / "failed.raw").string(), fn.title).ok());
+    StreamFactory f = [&](const std::string& group, RowSink*& sink) { return out.stream(group, sink); };
+    RunResults r;
+    REQUIRE(simulate(fn, builtin_catalog(), r, nullptr, &f).ok());
+  }
+  CHECK_FALSE(fs::exists(dir / "failed.raw"));
+  CHECK_FALSE(has_tmp(dir));
 }
 
 TEST_CASE("output: csv overwrites existing files") {
