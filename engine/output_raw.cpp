@@ -43,14 +43,17 @@ std::string date_now() {
   return std::strftime(buf, sizeof buf, "%a %b %e %H:%M:%S  %Y", &tm) ? buf : "";
 }
 
-// A plot's header up to "Binary:"; `points` is the "No. Points" field as written.
+// A plot's header up to "Binary:"; `points` is the "No. Points" field as written, points_at (if given) receives its
+// offset in the header.
 std::string plot_header(const std::string& title, const std::string& date, const AnalysisResult& a,
-                        const std::string& points) {
+                        const std::string& points, size_t* points_at = nullptr) {
   const bool scale = !a.sweep_name.empty();
   const char* name = plot_name(a);
-  std::string h = fmt::format("Title: {}\nDate: {}\nPlotname: {}\nFlags: {}\nNo. Variables: {}\nNo. Points: {}\n"
-                              "Variables:\n", title, date, name ? name : a.group, a.complex() ? "complex" : "real",
-                              a.signals.size() + (scale ? 1 : 0), points);
+  std::string h = fmt::format("Title: {}\nDate: {}\nPlotname: {}\nFlags: {}\nNo. Variables: {}\nNo. Points: ", title,
+                              date, name ? name : a.group, a.complex() ? "complex" : "real",
+                              a.signals.size() + (scale ? 1 : 0));
+  if (points_at) *points_at = h.size();
+  h += points + "\nVariables:\n";
   size_t k = 0;
   if (scale) h += fmt::format("\t{}\t{}\t{}\n", k++, a.sweep_name, raw_type(a.sweep_unit));
   for (const Signal& s : a.signals) h += fmt::format("\t{}\t{}\t{}\n", k++, s.name, raw_type(s.unit));
@@ -98,19 +101,22 @@ class RawStream final : public RowSink {
   RawStream(OutputFile& f, const std::string& title, const std::string& date) : f_(f), title_(title), date_(date) {}
   bool begin(const AnalysisResult& a) override {
     width_ = 1 + a.signals.size();
-    const std::string h = plot_header(title_, date_, a, std::string(kPointsWidth, ' '));
+    size_t field = 0;
+    const std::string h = plot_header(title_, date_, a, std::string(kPointsWidth, ' '), &field);
     const long at = std::ftell(f_.stream());
-    const size_t field = h.find("No. Points: ") + 12;
-    if (at < 0) return false;
+    if (at < 0) return fail(errno);
     field_ = at + static_cast<long>(field);
-    return f_.write(h.data(), h.size());
+    return f_.write(h.data(), h.size()) || fail(errno);
   }
   bool rows(const double* data, size_t n, size_t width) override {
-    if (width != width_) return false;
+    if (err_ != 0 || width != width_) return fail(EINVAL);
     points_ += n;
-    return f_.write(data, n * width * sizeof(double));
+    return f_.write(data, n * width * sizeof(double)) || fail(errno);
   }
-  Status end() override { return {}; }
+  Status end() override {
+    if (err_ == 0) return {};
+    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", f_.target(), std::strerror(err_)));
+  }
   // The point count into its field (after every write: the stream is flushed first). false on a failed write.
   bool patch() const {
     if (std::fflush(f_.stream()) != 0) return false;
@@ -119,21 +125,35 @@ class RawStream final : public RowSink {
   }
 
  private:
+  bool fail(int e) {  // the first failure's errno, kept for end()
+    if (err_ == 0) err_ = e ? e : EIO;
+    return false;
+  }
   OutputFile& f_;
   const std::string& title_;
   const std::string& date_;
   size_t width_ = 0, points_ = 0;
   long field_ = -1;
+  int err_ = 0;
 };
 
-Status write_file(const RunResults& r, const std::string& path, const Spools* spools) {
+// Every analysis of r can be written to `path`: a streamed one has its stream (has_stream(group)), a kept one's
+// sweep and signals have one length.
+template <class HasStream>
+Status check_analyses(const RunResults& r, const std::string& path, const HasStream& has_stream) {
   for (const AnalysisResult& a : r.analyses) {
-    if (a.streamed && (!spools || !spools->count(a.group)))
+    if (a.streamed && !has_stream(a.group))
       return Status::fail(ErrorKind::Other, fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
-    if (!a.streamed && a.sweep_name.empty() == false && a.sweep.size() != static_cast<size_t>(a.rows()))
+    if (!a.streamed && !a.sweep_name.empty() && a.sweep.size() != static_cast<size_t>(a.rows()))
       return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': columns of analysis '{}' differ in length",
                                                         path, a.group));
   }
+  return {};
+}
+
+Status write_file(const RunResults& r, const std::string& path, const Spools* spools) {
+  if (Status st = check_analyses(r, path, [&](const std::string& g) { return spools && spools->count(g); }); !st)
+    return st;
   OutputFile f;
   if (Status st = f.open(path); !st) return st;
   const std::string date = date_now();
@@ -159,6 +179,12 @@ struct RawOutput::Impl {
   OutputFile file;
   bool direct = false, opened = false;
   std::map<std::string, std::unique_ptr<RawStream>> streams;
+  Status open_file() {  // the output's temporary, at the first stream or at write()
+    if (opened) return {};
+    Status st = file.open(set.path());
+    opened = st.ok();
+    return st;
+  }
 };
 
 RawOutput::RawOutput() : impl_(std::make_unique<Impl>()) {}
@@ -174,10 +200,7 @@ Status RawOutput::open(const std::string& path, const std::string& title) {
 Status RawOutput::stream(const std::string& group, RowSink*& sink) {
   Impl& m = *impl_;
   if (!m.direct) return m.set.stream(group, sink);
-  if (!m.opened) {
-    if (Status st = m.file.open(m.set.path()); !st) return st;
-    m.opened = true;
-  }
+  if (Status st = m.open_file(); !st) return st;
   auto s = std::make_unique<RawStream>(m.file, m.title, m.date);
   sink = s.get();
   m.streams[group] = std::move(s);
@@ -187,13 +210,9 @@ Status RawOutput::stream(const std::string& group, RowSink*& sink) {
 Status RawOutput::write(const RunResults& r) {
   Impl& m = *impl_;
   if (!m.direct) return write_file(r, m.set.path(), &m.set.spools());
-  for (const AnalysisResult& a : r.analyses)
-    if (a.streamed && !m.streams.count(a.group))
-      return Status::fail(ErrorKind::Other, fmt::format("internal: analysis '{}' was streamed elsewhere", a.group));
-  if (!m.opened) {
-    if (Status st = m.file.open(m.set.path()); !st) return st;
-    m.opened = true;
-  }
+  if (Status st = check_analyses(r, m.set.path(), [&](const std::string& g) { return m.streams.count(g) > 0; }); !st)
+    return st;
+  if (Status st = m.open_file(); !st) return st;
   bool ok = true;
   for (const AnalysisResult& a : r.analyses)  // the kept plots after the streamed ones, in run order
     if (!a.streamed && ok) ok = write_plot(m.file, r.title, a, nullptr, m.date);
