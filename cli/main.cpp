@@ -130,9 +130,10 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
   }
   RunResults r;
   std::unique_ptr<Circuit> circuit;
-  // One output file format: the transients' rows go out while they run (CSV: written by a thread of its own;
-  // HDF5: spooled to a temporary file and read back into the file at the end), so that memory does not grow with
-  // the time points. With both formats or Monte Carlo the results are kept and written at the end.
+  // One output file format: the transients' rows go out while they run (CSV: written by a thread of its own; raw:
+  // straight into the file; HDF5: spooled to a temporary file and read back into the file at the end), so that
+  // memory does not grow with the time points. With several formats or Monte Carlo the results are kept and written
+  // at the end.
   CsvOutput csv_out;
   Hdf5Output h5_out;
   RawOutput raw_out;

@@ -96,9 +96,10 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
       for (const Factorization& f : facts_) held += f.lu->factor_entries();
       const double one = facts_[cur_].lu->factor_entries();
       const int slots = static_cast<int>(facts_.size());
-      const bool room = facts_[cur_].lu->solver() == LinearSolver::Umfpack
-                            ? held + one <= kCacheEntries
-                            : slots < kMinKluFactorizations || held + one <= kKluCacheEntries;
+      // (every solver within kCacheEntries; KLU within kKluCacheEntries too, beyond its first slots)
+      const bool klu = facts_[cur_].lu->solver() != LinearSolver::Umfpack;
+      const bool room = held + one <= kCacheEntries &&
+                        (!klu || slots < kMinKluFactorizations || held + one <= kKluCacheEntries);
       if (slots < kMaxFactorizations && room) {
         facts_.push_back({facts_[cur_].lu->sibling(), {}, 0});
         cur_ = static_cast<int>(facts_.size()) - 1;

@@ -87,8 +87,8 @@ class NewtonSolver {
   };
   static constexpr int kMaxFactorizations = 32;
   static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
-  // With KLU, a new slot only while there are fewer than kMinKluFactorizations or the cache holds at most
-  // kKluCacheEntries entries (about 1.2 MB of factors): beyond that the least recently used slot is refactored in
+  // With KLU, a new slot (within kCacheEntries, as for every solver) only while there are fewer than
+  // kMinKluFactorizations or the cache holds at most kKluCacheEntries entries (about 1.2 MB of factors): beyond that the least recently used slot is refactored in
   // place (its memory and pivot order), at a fraction of what a new slot's full factorization into fresh memory
   // costs (UMFPACK factors anew either way). Eight slots hold the step sizes that every breakpoint's cycle repeats
   // (two slots made the 64x16 crossbar transient refactor 322 times: 0.148 -> 0.237 s). Measured (perf stat -r 5,
