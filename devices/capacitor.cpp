@@ -107,6 +107,10 @@ class Capacitor : public Device {
     i_.stamp(ctx.b, i - geq * v);
   }
   void update_states(LoadContext& ctx) override { ctx.q[state_] = c_ * (ctx.v(up_) - ctx.v(un_)); }
+  bool linear_charges(std::vector<LinearCharge>& out) const override {
+    out.push_back({state_, c_, up_, un_, i_.a, i_.b});
+    return true;
+  }
   void init_uic(LoadContext& ctx) override {
     const double v = has_ic_ ? ic_ : ctx.v(up_) - ctx.v(un_);
     ctx.q[state_] = c_ * v;

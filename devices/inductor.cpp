@@ -40,6 +40,10 @@ class Inductor : public Device {
     ctx.b[b_.rhs] += vl - ctx.ag0 * l_ * i;
   }
   void update_states(LoadContext& ctx) override { ctx.q[state_] = l_ * ctx.v(br_); }
+  bool linear_charges(std::vector<LinearCharge>& out) const override {
+    out.push_back({state_, l_, br_, UnknownIndex(-1), -1, b_.rhs});
+    return true;
+  }
   void init_uic(LoadContext& ctx) override { ctx.q[state_] = l_ * (has_ic_ ? ic_ : 0.0); }
   void load_ac(AcLoadContext& ctx) override {
     b_.stamp_incidence(ctx.A);

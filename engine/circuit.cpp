@@ -120,6 +120,7 @@ class CircuitBuilder : public Allocator, public PatternBuilder {
 };
 
 void Circuit::set_temperature(const Temperature& t) {
+  ++temperature_epoch_;
   for (auto& d : devices_) d->set_temperature(t);
 }
 

@@ -31,6 +31,9 @@ class Circuit {
   Device* find_device(const std::string& name) const;
   // Sets every device's temperature (build() sets the netlist's: .temp / .options temp, tnom).
   void set_temperature(const Temperature& t);
+  // Counts set_temperature calls: device values cached elsewhere (NewtonSolver's charge table) are stale when it
+  // has moved.
+  long temperature_epoch() const { return temperature_epoch_; }
   UnknownIndex node_unknown(NodeId n) const { return n.v == 0 ? UnknownIndex() : node_unknown_[n.v]; }
   const std::vector<std::string>& node_names() const { return node_names_; }
   // Offsets of diagonal entries, one per unknown (gmin stepping and .ic forcing).
@@ -50,6 +53,7 @@ class Circuit {
   friend class CircuitBuilder;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> state_devices_;  // subset of devices_ (not owning)
+  long temperature_epoch_ = 0;
   std::vector<UnknownInfo> unknowns_;
   std::vector<std::string> node_names_;
   std::vector<UnknownIndex> node_unknown_;

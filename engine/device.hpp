@@ -130,6 +130,19 @@ class Device {
   // stamping; called only on devices that allocated states, after the single solve of a linear circuit's
   // Newton step. Default: load() (its stamps are discarded).
   virtual void update_states(LoadContext& ctx) { load(ctx); }
+  // Linear charges (capacitors, inductors): a state whose charge is q = c * (x[u] - x[w]) and whose load_rhs() is
+  // exactly q[state] = c * v and, in a transient, r = (ag0 * q + hist[state]) - (ag0 * c) * v stamped as b[ra] -= r,
+  // b[rb] += r (offsets into b; the trash entry where there is none). A device whose load_rhs() and
+  // update_states() are nothing but such charges appends them here (called after declare()) and returns true; the
+  // Newton solver then evaluates them from one table in its right-hand-side-only steps and state updates, without
+  // calling the device. Default: false.
+  struct LinearCharge {
+    int state;
+    double c;            // [F] or [H]
+    UnknownIndex u, w;   // the charge's unknowns (ground: UnknownIndex(-1))
+    Offset ra, rb;       // -1: none
+  };
+  virtual bool linear_charges(std::vector<LinearCharge>&) const { return false; }
   // Stamps the small-signal model linearised at the last load(); default: device has no AC stamp.
   virtual void load_ac(AcLoadContext&) {}
   // Sets initial states for a uic transient (charge from IC or from x); called once at t = 0.

@@ -17,12 +17,32 @@ NewtonSolver::NewtonSolver(Circuit& c, const Options& opt) : c_(c), opt_(opt) {
   facts_.resize(1);
   facts_[0].lu = new_lu();
   split_ = !c.nonlinear();
+  std::vector<Device::LinearCharge> lc;
+  std::vector<const Device*> tabled;
+  for (const auto& d : c.devices())
+    if (d->linear_charges(lc)) tabled.push_back(d.get());
+  std::vector<const Device*> by_address = tabled;
+  std::sort(by_address.begin(), by_address.end());
+  auto in_table = [&](const Device* d) { return std::binary_search(by_address.begin(), by_address.end(), d); };
   for (const auto& d : c.devices()) {
     const Device::RhsSplit s = d->rhs_split();
     split_ = split_ && s != Device::RhsSplit::No;
-    if (s == Device::RhsSplit::Rhs) rhs_devices_.push_back(d.get());
+    if (s == Device::RhsSplit::Rhs && !in_table(d.get())) rhs_devices_.push_back(d.get());
   }
   if (!split_) rhs_devices_.clear();
+  for (Device* d : c.state_devices())
+    if (!in_table(d)) state_devices_.push_back(d);
+  auto index = [n](int i) { return i < 0 ? n : i; };
+  charges_.devices = tabled;
+  charges_.epoch = c.temperature_epoch();
+  for (const Device::LinearCharge& e : lc) {
+    charges_.state.push_back(e.state);
+    charges_.c.push_back(e.c);
+    charges_.u.push_back(index(e.u.v));
+    charges_.w.push_back(index(e.w.v));
+    charges_.ra.push_back(index(e.ra));
+    charges_.rb.push_back(index(e.rb));
+  }
   ctx_.A = A_.data();
   ctx_.b = b_.data();
   ctx_.x = x_.data();
@@ -154,11 +174,49 @@ bool NewtonSolver::rhs_only_step() {
   ctx_.A = A_.data();  // (not written: load_rhs stamps no matrix)
   ctx_.b = b_.data();
   for (Device* d : rhs_devices_) d->load_rhs(ctx_);
+  rhs_charges();
   a_stale_ = true;
   cur_ = k;
   ++reused_;
   solve_current();
   return true;
+}
+
+void NewtonSolver::refresh_charges() {
+  if (charges_.epoch == c_.temperature_epoch()) return;
+  std::vector<Device::LinearCharge> lc;
+  for (const Device* d : charges_.devices) d->linear_charges(lc);
+  for (size_t k = 0; k < lc.size(); ++k) charges_.c[k] = lc[k].c;
+  charges_.epoch = c_.temperature_epoch();
+}
+
+void NewtonSolver::update_charges() {
+  refresh_charges();
+  const ChargeTable& t = charges_;
+  const double* x = ctx_.x;
+  double* q = ctx_.q;
+  const size_t m = t.c.size();
+  for (size_t k = 0; k < m; ++k) q[t.state[k]] = t.c[k] * (x[t.u[k]] - x[t.w[k]]);
+}
+
+// Capacitor::load_rhs's arithmetic (Device::LinearCharge), so that a right-hand-side-only step stamps what a full
+// load would.
+void NewtonSolver::rhs_charges() {
+  refresh_charges();
+  const ChargeTable& t = charges_;
+  const double* x = ctx_.x;
+  const double* hist = ctx_.hist;
+  double *q = ctx_.q, *b = ctx_.b;
+  const double ag0 = ctx_.ag0;
+  const size_t m = t.c.size();
+  for (size_t k = 0; k < m; ++k) {
+    const double v = x[t.u[k]] - x[t.w[k]], c = t.c[k];
+    const int s = t.state[k];
+    q[s] = c * v;
+    const double r = (ag0 * q[s] + hist[s]) - (ag0 * c) * v;
+    b[t.ra[k]] -= r;
+    b[t.rb[k]] += r;
+  }
 }
 
 Status NewtonSolver::nonconvergence_error(const char* what) const {
@@ -210,7 +268,8 @@ Status NewtonSolver::newton(int max_iter, bool init_junctions) {
       // The load above recorded device states (charges, fluxes) at the starting iterate; re-evaluate them
       // at the solution, or the integrator's history is one step stale (trapezoidal then diverges). Only the
       // devices with states, and without stamping: no second load of the whole circuit per timestep.
-      for (Device* d : c_.state_devices()) d->update_states(ctx_);
+      for (Device* d : state_devices_) d->update_states(ctx_);
+      update_charges();
       return {};
     }
     bool converged = !ctx_.noncon && iter > 1;

@@ -108,7 +108,20 @@ class NewtonSolver {
   int cur_ = 0;  // the factorization solves use
   long use_clock_ = 0;
   bool split_ = false;  // linear circuit whose devices all split their stamps (rhs_only_step)
-  std::vector<Device*> rhs_devices_;  // those with right-hand-side stamps (RhsSplit::Rhs), in circuit order
+  std::vector<Device*> rhs_devices_;  // those with right-hand-side stamps (RhsSplit::Rhs), in circuit order,
+                                      // without the linear-charge devices
+  std::vector<Device*> state_devices_;  // Circuit::state_devices() without the linear-charge devices
+  // The devices' linear charges (Device::linear_charges), by field; unknowns and offsets with ground and "none" as
+  // n (x's ground entry, b's trash entry). Evaluated by update_charges / rhs_charges without virtual calls.
+  struct ChargeTable {
+    std::vector<int> state, u, w, ra, rb;
+    std::vector<double> c;
+    std::vector<const Device*> devices;  // those that gave them, for refreshing c
+    long epoch = 0;                      // c is from this Circuit::temperature_epoch()
+  } charges_;
+  void refresh_charges();  // c from the devices again when the temperature has changed
+  void update_charges();  // ctx_.q at ctx_.x
+  void rhs_charges();     // ctx_.q and the transient companion terms into ctx_.b
   bool a_stale_ = false;  // A_ is not the matrix of the last solve (an rhs_only_step's: facts_[cur_].A is)
   std::vector<double> A_, b_, x_, xnew_;
   std::vector<double> q_dc_;  // size n_states: state storage for DC loads (tran points ctx.q elsewhere)
