@@ -58,6 +58,8 @@ class UmfpackLU final : public MultifrontalLU<T> {
   void solve(T* b) override;
   static constexpr long kPlainAfterSolves = 3;  // (2: an operating point with power probes, one extra solve, would copy)
   bool plain() const { return plain_ != nullptr; }  // the factorization is held in the plain arrays
+  // The plain arrays' substitutions run on two threads (where OpenMP has two outside a parallel region).
+  bool split_substitution() const { return plain_ && !plain_->lrows[0].empty(); }
   long factorizations() const override { return n_factor_; }
   // Iterative refinement in solve() (default on, UMFPACK's default of up to 2 steps) or none.
   void set_refinement(bool on) override;
@@ -92,6 +94,12 @@ class UmfpackLU final : public MultifrontalLU<T> {
     std::vector<int> Lp, Lj, Up, Uj, P, Q;
     std::vector<double> Lx, Ux, Udiag, Rs, y;
     bool recip = false;
+    // Two-thread substitution (split_rows): L's rows below l_top fall into two sets lrows[0], lrows[1] (ascending)
+    // that reference no row of the other set; so do U's rows below u_top (urows, descending). The forward solve
+    // runs the two sets side by side, then the rows from l_top on; the back solve the rows from u_top down first,
+    // then the two sets side by side. Empty sets: one thread.
+    int l_top = 0, u_top = 0;
+    std::vector<int> lrows[2], urows[2];
   };
   std::unique_ptr<Plain> plain_;
   long solves_ = 0;  // solves since the factorization

@@ -423,6 +423,51 @@ TEST_CASE("sparse LU: UMFPACK's factors copied into plain arrays solve what UMFP
   CHECK(lu.plain());
 }
 
+TEST_CASE("sparse LU: plain substitutions on two threads give the one-thread numbers bit for bit") {
+  // A grid large enough for the two-thread schedule (kSplitMinEntries), unsymmetric as above.
+  Csc A = mna_grid(160, 120, 1e-2);
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
+      if (A.innerIndexPtr()[p] != c) A.valuePtr()[p] *= 1.0 + 0.3 * std::sin(0.7 * p);
+  const int n = static_cast<int>(A.rows());
+  UmfpackLU<double> lu;
+  lu.set_refinement(false);
+  REQUIRE(lu.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+  REQUIRE(lu.factor(A.valuePtr()));
+  std::vector<double> b(n);
+  for (int k = 0; k < n; ++k) b[k] = std::cos(0.37 * k) * (k % 7 == 0 ? 1e-3 : 1.0);
+  std::vector<double> one, two;
+  for (int s = 0; s < UmfpackLU<double>::kPlainAfterSolves; ++s) {  // until the factors are in the plain arrays
+    one = b;
+    lu.solve(one.data());
+  }
+  REQUIRE(lu.plain());
+  CHECK(lu.split_substitution());
+  {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    one = b;
+    lu.solve(one.data());
+    omp_set_num_threads(saved);
+  }
+  {
+    TwoThreads two_threads;
+    two = b;
+    lu.solve(two.data());
+  }
+  CHECK(one == two);
+  Eigen::Map<const Eigen::VectorXd> xs(two.data(), n), bs(b.data(), n);
+  CHECK((A * xs - bs).norm() / bs.norm() < 1e-12);
+  // Inside a parallel region the substitutions stay on the calling thread, with the same numbers.
+  std::vector<double> inner = b;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    lu.solve(inner.data());
+  }
+  CHECK(inner == one);
+}
+
 TEST_CASE("sparse LU: UMFPACK names a singular unknown through KLU") {
   Csc A = mna_grid(60, 40, 1e-2);
   const int dead = 1234;
