@@ -493,6 +493,37 @@ void FastEvaluator::Impl::classify_batch(Batch& w, const Eigen::MatrixXd& IC, in
   }
 }
 
+namespace {
+
+// Lane-wise copies between per-lane arrays and a block's vectors (dst[k][b] = src[b][k], and back), in chunks of
+// 64 vectors (4 KB) so that each chunk stays in L1 while the lanes pass over it. A null lane is skipped.
+constexpr size_t kLaneChunk = 64;
+
+void gather_lanes(const double* const (&src)[kLanes], std::vector<Vd>& dst) {
+  const size_t m = dst.size();
+  for (size_t k0 = 0; k0 < m; k0 += kLaneChunk) {
+    const size_t k1 = std::min(m, k0 + kLaneChunk);
+    for (int b = 0; b < kLanes; ++b) {
+      const double* s = src[b];
+      for (size_t k = k0; k < k1; ++k) dst[k][b] = s[k];
+    }
+  }
+}
+
+void scatter_lanes(const std::vector<Vd>& src, double* const (&dst)[kLanes]) {
+  const size_t m = src.size();
+  for (size_t k0 = 0; k0 < m; k0 += kLaneChunk) {
+    const size_t k1 = std::min(m, k0 + kLaneChunk);
+    for (int b = 0; b < kLanes; ++b) {
+      double* d = dst[b];
+      if (!d) continue;
+      for (size_t k = k0; k < k1; ++k) d[k] = src[k][b];
+    }
+  }
+}
+
+}  // namespace
+
 void FastEvaluator::Impl::load_block(Batch& w, const std::vector<Work*>& lanes,
                                      const std::vector<std::uint64_t>& samples) const {
   const int L = static_cast<int>(layers.size());
@@ -519,35 +550,57 @@ void FastEvaluator::Impl::load_block(Batch& w, const std::vector<Work*>& lanes,
     const bool pole = !first->ipole.empty();
     B.ipole.assign(pole ? first->ipole[l].size() : 0, Vd{});
     // Empty lanes repeat the first live lane, so that they solve something well-posed (they are not counted).
-    for (int b = 0; b < kLanes; ++b) {
-      const Work& s = b < static_cast<int>(lanes.size()) && lanes[b] ? *lanes[b] : *first;
-      for (size_t k = 0; k < B.x.size(); ++k) B.x[k][b] = s.x[l][k];
-      for (size_t k = 0; k < B.lim.size(); ++k) B.lim[k][b] = s.lim[l][k];
-      for (size_t k = 0; k < B.ic.size(); ++k) B.ic[k][b] = s.ic[l][k];
-      if (!layers[l].m->dac_rows) {  // a DAC layer's row currents and voltages are not the sweeps' (fixed rows)
-        for (size_t k = 0; k < B.ix.size(); ++k) B.ix[k][b] = s.ix[l][k];
-        for (size_t k = 0; k < B.vx.size(); ++k) B.vx[k][b] = s.vx[l][k];
+    const double* src[kLanes];
+    auto lanes_of = [&](const std::vector<std::vector<double>> Work::*m) {
+      for (int b = 0; b < kLanes; ++b) {
+        const Work& s = b < static_cast<int>(lanes.size()) && lanes[b] ? *lanes[b] : *first;
+        src[b] = (s.*m)[l].data();
       }
-      for (size_t k = 0; k < B.ipole.size(); ++k) B.ipole[k][b] = s.ipole[l][k];
+    };
+    lanes_of(&Work::x);
+    gather_lanes(src, B.x);
+    lanes_of(&Work::lim);
+    gather_lanes(src, B.lim);
+    lanes_of(&Work::ic);
+    gather_lanes(src, B.ic);
+    if (!layers[l].m->dac_rows) {  // a DAC layer's row currents and voltages are not the sweeps' (fixed rows)
+      lanes_of(&Work::ix);
+      gather_lanes(src, B.ix);
+      lanes_of(&Work::vx);
+      gather_lanes(src, B.vx);
+    }
+    if (pole) {
+      lanes_of(&Work::ipole);
+      gather_lanes(src, B.ipole);
     }
   }
 }
 
 void FastEvaluator::Impl::store_block(const Batch& w, const std::vector<Work*>& lanes) const {
   const int L = static_cast<int>(layers.size());
+  double* dst[kLanes];
+  auto lanes_of = [&](std::vector<std::vector<double>> Work::*m, int l) {
+    for (int b = 0; b < kLanes; ++b)
+      dst[b] = b < static_cast<int>(lanes.size()) && lanes[b] ? (lanes[b]->*m)[l].data() : nullptr;
+  };
+  for (int l = 0; l < L; ++l) {
+    const Batch::Layer& B = w.layers[l];
+    lanes_of(&Work::x, l);
+    scatter_lanes(B.x, dst);
+    lanes_of(&Work::lim, l);
+    scatter_lanes(B.lim, dst);
+    lanes_of(&Work::ic, l);
+    scatter_lanes(B.ic, dst);
+    if (!layers[l].m->dac_rows) {
+      lanes_of(&Work::ix, l);
+      scatter_lanes(B.ix, dst);
+      lanes_of(&Work::vx, l);
+      scatter_lanes(B.vx, dst);
+    }
+  }
   for (int b = 0; b < kLanes && b < static_cast<int>(lanes.size()); ++b) {
     Work* s = lanes[b];
     if (!s) continue;
-    for (int l = 0; l < L; ++l) {
-      const Batch::Layer& B = w.layers[l];
-      for (size_t k = 0; k < B.x.size(); ++k) s->x[l][k] = B.x[k][b];
-      for (size_t k = 0; k < B.lim.size(); ++k) s->lim[l][k] = B.lim[k][b];
-      for (size_t k = 0; k < B.ic.size(); ++k) s->ic[l][k] = B.ic[k][b];
-      if (!layers[l].m->dac_rows) {
-        for (size_t k = 0; k < B.ix.size(); ++k) s->ix[l][k] = B.ix[k][b];
-        for (size_t k = 0; k < B.vx.size(); ++k) s->vx[l][k] = B.vx[k][b];
-      }
-    }
     s->failed = s->failed || w.failed[b] != 0;
     s->sweeps += w.sweeps[b];
     s->newton += w.newton[b];
