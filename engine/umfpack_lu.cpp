@@ -191,9 +191,8 @@ bool split_rows(int n, const std::vector<double>& work, Refs refs, int& top, std
   std::vector<double> weight(n);
   double total = 0;
   for (double w : work) total += w;
-  double done = 0, largest = 0, best = total;
-  int best_m = 0;
-  for (int m = 0; m < n; ++m) {
+  // Row m joins the sets of the rows it references; returns its set's root.
+  auto add_row = [&](int m) {
     parent[m] = m;
     weight[m] = work[m];
     refs(m, [&](int j) {
@@ -203,7 +202,13 @@ bool split_rows(int n, const std::vector<double>& work, Refs refs, int& top, std
         weight[a] += weight[b];
       }
     });
-    largest = std::max(largest, weight[uf_find(parent, m)]);
+    return uf_find(parent, m);
+  };
+  double done = 0, largest = 0, best = total;
+  int best_m = 0;
+  for (int m = 0; m < n; ++m) {
+    const int root = add_row(m);
+    largest = std::max(largest, weight[root]);
     done += work[m];
     const double cost = std::max(largest, 0.5 * done) + (total - done);
     if (cost < best) {
@@ -213,17 +218,7 @@ bool split_rows(int n, const std::vector<double>& work, Refs refs, int& top, std
   }
   if (best > kSplitMaxCost * total) return false;
   // The sets of rows below best_m: union-find again over that prefix alone, then packed heaviest first.
-  for (int m = 0; m < best_m; ++m) {
-    parent[m] = m;
-    weight[m] = work[m];
-    refs(m, [&](int j) {
-      const int a = uf_find(parent, m), b = uf_find(parent, j);
-      if (a != b) {
-        parent[b] = a;
-        weight[a] += weight[b];
-      }
-    });
-  }
+  for (int m = 0; m < best_m; ++m) add_row(m);
   std::vector<int> roots;
   for (int m = 0; m < best_m; ++m)
     if (uf_find(parent, m) == m) roots.push_back(m);
