@@ -55,6 +55,14 @@ Csc mna_grid(int W, int H, double scale) {
   return A;
 }
 
+// A with each off-diagonal entry scaled differently, so that its rows are scaled and pivoted.
+Csc unsymmetric(Csc A) {
+  for (int c = 0; c < A.outerSize(); ++c)
+    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
+      if (A.innerIndexPtr()[p] != c) A.valuePtr()[p] *= 1.0 + 0.3 * std::sin(0.7 * p);
+  return A;
+}
+
 // Solves A x = b with a SparseLU (split allowed or not); returns x.
 std::vector<double> solve_with(SparseLU<double>& lu, const Csc& A, const std::vector<double>& b, bool allow) {
   lu.allow_split(allow);
@@ -370,11 +378,7 @@ TEST_CASE("sparse LU: UMFPACK with 64-bit indices and with a shared analysis sol
 }
 
 TEST_CASE("sparse LU: UMFPACK's factors copied into plain arrays solve what UMFPACK solves") {
-  // An unsymmetric grid (each off-diagonal entry scaled differently), so that the rows are scaled and pivoted.
-  Csc A = mna_grid(50, 30, 1e-2);
-  for (int c = 0; c < A.outerSize(); ++c)
-    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
-      if (A.innerIndexPtr()[p] != c) A.valuePtr()[p] *= 1.0 + 0.3 * std::sin(0.7 * p);
+  Csc A = unsymmetric(mna_grid(50, 30, 1e-2));
   const int n = static_cast<int>(A.rows());
   auto rhs = [&](int seed) {
     std::vector<double> b(n);
@@ -424,11 +428,8 @@ TEST_CASE("sparse LU: UMFPACK's factors copied into plain arrays solve what UMFP
 }
 
 TEST_CASE("sparse LU: plain substitutions on two threads give the one-thread numbers bit for bit") {
-  // A grid large enough for the two-thread schedule (kSplitMinEntries), unsymmetric as above.
-  Csc A = mna_grid(160, 120, 1e-2);
-  for (int c = 0; c < A.outerSize(); ++c)
-    for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
-      if (A.innerIndexPtr()[p] != c) A.valuePtr()[p] *= 1.0 + 0.3 * std::sin(0.7 * p);
+  // A grid large enough for the two-thread schedule (kSplitMinEntries).
+  Csc A = unsymmetric(mna_grid(160, 120, 1e-2));
   const int n = static_cast<int>(A.rows());
   UmfpackLU<double> lu;
   lu.set_refinement(false);
