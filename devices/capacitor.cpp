@@ -100,11 +100,8 @@ class Capacitor : public Device {
   RhsSplit rhs_split() const override { return RhsSplit::Rhs; }
   // The charge and, in a transient, the companion current source.
   void load_rhs(LoadContext& ctx) override {
-    const double v = ctx.v(up_) - ctx.v(un_);
-    const double i = ctx.ddt(state_, c_ * v);
-    if (!ctx.transient()) return;
-    const double geq = ctx.ag0 * c_;
-    i_.stamp(ctx.b, i - geq * v);
+    const double r = ctx.linear_charge(state_, c_, ctx.v(up_) - ctx.v(un_));
+    if (ctx.transient()) i_.stamp(ctx.b, r);
   }
   void update_states(LoadContext& ctx) override { ctx.q[state_] = c_ * (ctx.v(up_) - ctx.v(un_)); }
   bool linear_charges(std::vector<LinearCharge>& out) const override {

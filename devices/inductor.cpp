@@ -34,10 +34,8 @@ class Inductor : public Device {
   RhsSplit rhs_split() const override { return RhsSplit::Rhs; }
   // The flux and, in a transient, the companion voltage source.
   void load_rhs(LoadContext& ctx) override {
-    const double i = ctx.v(br_);
-    const double vl = ctx.ddt(state_, l_ * i);
-    if (!ctx.transient()) return;
-    ctx.b[b_.rhs] += vl - ctx.ag0 * l_ * i;
+    const double r = ctx.linear_charge(state_, l_, ctx.v(br_));
+    if (ctx.transient()) ctx.b[b_.rhs] += r;
   }
   void update_states(LoadContext& ctx) override { ctx.q[state_] = l_ * ctx.v(br_); }
   bool linear_charges(std::vector<LinearCharge>& out) const override {

@@ -91,6 +91,13 @@ struct LoadContext {
     return mode == Mode::Dc ? 0.0 : ag0 * charge + hist[s];
   }
   bool transient() const { return mode == Mode::Tran; }
+  // A linear charge q = c * v of state s (Device::LinearCharge): records q and returns its companion term in a
+  // transient, the history current (ag0 q + hist[s]) - (ag0 c) v (0 in DC). The one arithmetic the linear-charge
+  // devices and the Newton solver's table of them share.
+  double linear_charge(int s, double c, double v) {
+    const double i = ddt(s, c * v);
+    return transient() ? i - (ag0 * c) * v : 0.0;
+  }
 };
 
 // Small-signal stamping at angular frequency omega [rad/s]; values are complex.
@@ -131,8 +138,8 @@ class Device {
   // Newton step. Default: load() (its stamps are discarded).
   virtual void update_states(LoadContext& ctx) { load(ctx); }
   // Linear charges (capacitors, inductors): a state whose charge is q = c * (x[u] - x[w]) and whose load_rhs() is
-  // exactly q[state] = c * v and, in a transient, r = (ag0 * q + hist[state]) - (ag0 * c) * v stamped as b[ra] -= r,
-  // b[rb] += r (offsets into b; the trash entry where there is none). A device whose load_rhs() and
+  // exactly r = ctx.linear_charge(state, c, v) and, in a transient, b[ra] -= r, b[rb] += r (offsets into b; the
+  // trash entry where there is none). A device whose load_rhs() and
   // update_states() are nothing but such charges appends them here (called after declare()) and returns true; the
   // Newton solver then evaluates them from one table in its right-hand-side-only steps and state updates, without
   // calling the device. Default: false.

@@ -199,21 +199,16 @@ void NewtonSolver::update_charges() {
   for (size_t k = 0; k < m; ++k) q[t.state[k]] = t.c[k] * (x[t.u[k]] - x[t.w[k]]);
 }
 
-// Capacitor::load_rhs's arithmetic (Device::LinearCharge), so that a right-hand-side-only step stamps what a full
+// The devices' own load_rhs (LoadContext::linear_charge), so that a right-hand-side-only step stamps what a full
 // load would.
 void NewtonSolver::rhs_charges() {
   refresh_charges();
   const ChargeTable& t = charges_;
   const double* x = ctx_.x;
-  const double* hist = ctx_.hist;
-  double *q = ctx_.q, *b = ctx_.b;
-  const double ag0 = ctx_.ag0;
+  double* b = ctx_.b;
   const size_t m = t.c.size();
   for (size_t k = 0; k < m; ++k) {
-    const double v = x[t.u[k]] - x[t.w[k]], c = t.c[k];
-    const int s = t.state[k];
-    q[s] = c * v;
-    const double r = (ag0 * q[s] + hist[s]) - (ag0 * c) * v;
+    const double r = ctx_.linear_charge(t.state[k], t.c[k], x[t.u[k]] - x[t.w[k]]);
     b[t.ra[k]] -= r;
     b[t.rb[k]] += r;
   }
