@@ -3,11 +3,12 @@
 // "magnitude" and "phase" in degrees); a "unit" attribute on every table and sweep, the solver statistics and any
 // summary scalars (ResultScalar) as group attributes; .meas results in a subgroup "measurements". A few tables
 // instead of one dataset per signal: a 2-million-node operating point is written in seconds, not minutes, and
-// names are stored as given ("a/b" next to "a|b"). Built in memory and written by OutputFile.
+// names are stored as given ("a/b" next to "a|b"). Built in memory and written by the host's OutputFile.
+// Part of the HDF5 module (engine/hdf5_module.hpp), with its entry points at the end.
 #include "engine/output.hpp"
 #include "engine/output_hdf5.hpp"
 #include <malloc.h>
-#include "engine/output_file.hpp"
+#include "engine/hdf5_module.hpp"
 #include "engine/spool.hpp"
 #include <algorithm>
 #include <stdexcept>
@@ -415,7 +416,8 @@ Status Hdf5Image::save(H5::H5File& file, const std::string& path) {
   const auto* p = static_cast<const unsigned char*>(closed_);
   std::size_t n = superblock_eof(p, closed_size_);
   if (n == 0) n = closed_size_;
-  return write_output_file(path, std::string_view(static_cast<const char*>(closed_), n));
+  if (!g_host) throw H5::FileIException("Hdf5Image::save", "the HDF5 module was not initialized");
+  return g_host->write_file(path, std::string_view(static_cast<const char*>(closed_), n));
 }
 
 std::string hdf5_error_text(const H5::Exception& e) {
@@ -435,12 +437,13 @@ std::string hdf5_error_text(const H5::Exception& e) {
   return msg;
 }
 
+const hdf5::Host* g_host = nullptr;
+
 namespace {
 
-Status write_file(const RunResults& r, const std::string& path, bool release, const Spools* spools = nullptr) {
+// The target was checked by the host (engine/hdf5_module.cpp).
+Status write_file(const RunResults& r, const std::string& path, bool release, const Spools* spools) {
   H5::Exception::dontPrint();
-  if (!is_stdout_name(path))
-    if (Status st = check_output_target(path); !st) return st;
   try {
     H5::FileCreatPropList fcpl;
     if (H5Pset_link_creation_order(fcpl.getId(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
@@ -473,18 +476,15 @@ Status write_file(const RunResults& r, const std::string& path, bool release, co
 
 }  // namespace
 
-Status write_hdf5(const RunResults& r, const std::string& path) { return write_file(r, path, false); }
-
-Status write_hdf5(RunResults&& r, const std::string& path) { return write_file(r, path, true); }
-
-struct Hdf5Output::Impl {
-  SpoolSet set;
-};
-
-Hdf5Output::Hdf5Output() : impl_(std::make_unique<Impl>()) {}
-Hdf5Output::~Hdf5Output() = default;
-Status Hdf5Output::open(const std::string& path) { return impl_->set.open(path); }
-Status Hdf5Output::stream(const std::string& group, RowSink*& sink) { return impl_->set.stream(group, sink); }
-Status Hdf5Output::write(RunResults&& r) { return write_file(r, impl_->set.path(), true, &impl_->set.spools()); }
-
 }  // namespace anasim
+
+// ---- the module's entry points (engine/hdf5_module.hpp) ----
+
+ANASIM_MODULE_EXPORT int anasim_module_abi() { return anasim::module::kModuleAbi; }
+
+ANASIM_MODULE_EXPORT void anasim_hdf5_init(const anasim::hdf5::Host* host) { anasim::g_host = host; }
+
+ANASIM_MODULE_EXPORT void anasim_hdf5_write_results(const anasim::RunResults& r, const std::string& path,
+                                                    bool release, const anasim::Spools* spools, anasim::Status* st) {
+  *st = anasim::write_file(r, path, release, spools);
+}

@@ -1,9 +1,11 @@
-// HDF5 files built in memory and written through OutputFile: HDF5 itself never touches the disk, so a full
-// disk is reported by one checked write and rename, never by a failed H5Fclose at exit.
+// HDF5 files built in memory and written through the host's OutputFile: HDF5 itself never touches the disk, so a
+// full disk is reported by one checked write and rename, never by a failed H5Fclose at exit. For the sources of the
+// HDF5 module only (engine/hdf5_module.hpp); the rest of anasim reaches HDF5 through the module's functions.
 #pragma once
 #include <cstddef>
 #include <string>
 #include <H5Cpp.h>
+#include "engine/hdf5_module.hpp"
 #include "engine/types.hpp"
 
 namespace anasim {
@@ -44,5 +46,8 @@ class Hdf5Image {
 
 // An HDF5 exception's message with the innermost reason from HDF5's error stack and the failing function.
 std::string hdf5_error_text(const H5::Exception& e);
+
+// The host's functions, set by the module's anasim_hdf5_init (engine/hdf5_module.hpp).
+extern const hdf5::Host* g_host;
 
 }  // namespace anasim

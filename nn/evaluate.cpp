@@ -8,14 +8,13 @@
 #include <memory>
 #include <numeric>
 #include <unordered_map>
-#include <H5Cpp.h>
 #include <fmt/format.h>
 #include "devices/dac.hpp"
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
 #include "engine/distribute.hpp"
 #include "engine/newton.hpp"
-#include "engine/output_hdf5.hpp"
+#include "engine/hdf5_module.hpp"
 #include "nn/model_io.hpp"
 #include "nn/netlist_builder.hpp"
 
@@ -402,61 +401,10 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
 }
 
 Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt) {
-  try {
-    H5::Exception::dontPrint();
-    // Built in memory and written by one checked OutputFile (engine/output_hdf5.hpp).
-    Hdf5Image image(rep.points.size() * (opt.trials + 8) * sizeof(double) + (1 << 16));
-    // No modification times in the object headers: the same results give the same bytes (a resumed or MPI
-    // run's file equals the uninterrupted single-process one's).
-    H5::FileCreatPropList fcpl;
-    H5::DSetCreatPropList dcpl;
-    H5::PropList gcpl(H5P_GROUP_CREATE);
-    for (hid_t pl : {fcpl.getId(), dcpl.getId(), gcpl.getId()})
-      if (H5Pset_obj_track_times(pl, false) < 0) throw H5::PropListIException("write_mc_hdf5", "H5Pset_obj_track_times");
-    H5::H5File file(path, H5F_ACC_TRUNC, fcpl, image.access());
-    {  // every object closed before the file is
-      const hid_t gid = H5Gcreate2(file.getId(), "/mc", H5P_DEFAULT, gcpl.getId(), H5P_DEFAULT);
-      if (gid < 0) throw H5::GroupIException("write_mc_hdf5", "H5Gcreate2 /mc");
-      H5::Group g(gid);  // takes its own reference
-      H5Gclose(gid);
-      const hsize_t np = rep.points.size(), nt = np ? rep.points[0].accuracy.size() : 0;
-      std::vector<double> acc;
-      for (const auto& p : rep.points) acc.insert(acc.end(), p.accuracy.begin(), p.accuracy.end());
-      const hsize_t dims[2] = {np, nt};
-      H5::DataSet d = g.createDataSet("accuracy", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims), dcpl);
-      d.write(acc.data(), H5::PredType::NATIVE_DOUBLE);
-      auto vec = [&](const char* name, auto get) {
-        std::vector<double> v;
-        for (const auto& p : rep.points) v.push_back(get(p));
-        const hsize_t n1[1] = {np};
-        g.createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, n1), dcpl)
-            .write(v.data(), H5::PredType::NATIVE_DOUBLE);
-      };
-      vec("mean", [](const McPoint& p) { return p.mean; });
-      vec("std", [](const McPoint& p) { return p.std; });
-      vec("min", [](const McPoint& p) { return p.min; });
-      vec("p5", [](const McPoint& p) { return p.p5; });
-      H5::StrType st(H5::PredType::C_S1, H5T_VARIABLE);
-      auto attr_s = [&](const char* name, const std::string& v) {
-        g.createAttribute(name, st, H5::DataSpace(H5S_SCALAR)).write(st, v);
-      };
-      auto attr_d = [&](const char* name, double v) {
-        g.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &v);
-      };
-      attr_s("sweep_param", opt.sweep_param);
-      std::vector<std::string> vals;
-      for (const auto& p : rep.points) vals.push_back(p.value);
-      attr_s("sweep_values", fmt::format("{}", fmt::join(vals, ",")));
-      attr_d("seed", static_cast<double>(opt.seed));
-      attr_d("trials", opt.trials);
-      attr_d("samples", rep.samples);
-      attr_d("digital_accuracy", rep.digital_accuracy);
-      attr_s("unit", "fraction of test images classified correctly; rows = sweep points, columns = trials");
-    }
-    return image.save(file, path);
-  } catch (const H5::Exception& e) {
-    return Status::fail(ErrorKind::Other, fmt::format("cannot write '{}': {}", path, hdf5_error_text(e)));
-  }
+  Status st;
+  using Write = void(const std::string&, const McReport&, const McOptions&, Status*);
+  if (Write* write = hdf5::function<Write>("anasim_hdf5_write_mc", st)) write(path, rep, opt, &st);
+  return st;
 }
 
 }  // namespace anasim::nn
