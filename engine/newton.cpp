@@ -112,14 +112,16 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
     }
   if (!same) {
     if (cache && facts_[cur_].lu->factored()) {  // keep the current one: a new slot, or the least recently used
+      // Bytes per slot: its factorization and its copy of the matrix.
+      auto bytes = [&](const Factorization& f) { return f.lu->factor_bytes() + sizeof(double) * f.A.capacity(); };
       double held = 0;
-      for (const Factorization& f : facts_) held += f.lu->factor_entries();
-      const double one = facts_[cur_].lu->factor_entries();
+      for (const Factorization& f : facts_) held += bytes(f);
+      const double one = bytes(facts_[cur_]);
       const int slots = static_cast<int>(facts_.size());
-      // (every solver within kCacheEntries; KLU within kKluCacheEntries too, beyond its first slots)
+      // (every solver within kCacheBytes; KLU within kKluCacheBytes too, beyond its first slots)
       const bool klu = facts_[cur_].lu->solver() != LinearSolver::Umfpack;
-      const bool room = held + one <= kCacheEntries &&
-                        (!klu || slots < kMinKluFactorizations || held + one <= kKluCacheEntries);
+      const bool room = held + one <= kCacheBytes &&
+                        (!klu || slots < kMinKluFactorizations || held + one <= kKluCacheBytes);
       if (slots < kMaxFactorizations && room) {
         facts_.push_back({facts_[cur_].lu->sibling(), {}, 0});
         cur_ = static_cast<int>(facts_.size()) - 1;

@@ -75,8 +75,9 @@ class NewtonSolver {
 
   // A factorization and the matrix values it is of. A linear circuit's transient revisits a few matrices over and
   // over (one per step size and integration order: the steps after every breakpoint repeat the same sequence), so
-  // its solver keeps up to kMaxFactorizations of them (least recently used replaced) within kCacheEntries entries
-  // of L and U in all; a nonlinear circuit's matrix changes with every Newton iteration and keeps one.
+  // its solver keeps up to kMaxFactorizations of them (least recently used replaced) within kCacheBytes of
+  // factorizations (SparseLU::factor_bytes) and their matrices in all; a nonlinear circuit's matrix changes with
+  // every Newton iteration and keeps one.
   struct Factorization {
     std::unique_ptr<SparseLU<double>> lu;
     std::vector<double> A;  // the factored values (empty: none, or the factorization failed)
@@ -86,18 +87,19 @@ class NewtonSolver {
     double ag0 = 0;
   };
   static constexpr int kMaxFactorizations = 32;
-  static constexpr double kCacheEntries = 6e7;  // about 700 MB of factors
-  // With KLU, a new slot (within kCacheEntries, as for every solver) only while there are fewer than
-  // kMinKluFactorizations or the cache holds at most kKluCacheEntries entries (about 1.2 MB of factors): beyond that the least recently used slot is refactored in
-  // place (its memory and pivot order), at a fraction of what a new slot's full factorization into fresh memory
-  // costs (UMFPACK factors anew either way). Eight slots hold the step sizes that every breakpoint's cycle repeats
-  // (two slots made the 64x16 crossbar transient refactor 322 times: 0.148 -> 0.237 s). Measured (perf stat -r 5,
-  // against every slot kept): the 64x16 crossbar transient (40,000 entries per factorization) 8 slots instead of 31,
-  // analysis 0.169 -> 0.127-0.143 s and 42 -> 27 MB (with its CSV); the 32x8 one (11,000) 14 slots, 0.044-0.046 ->
-  // 0.038-0.041 s and 17.3 -> 14.2-14.8 MB (with its raw file); the RC ladders and a periodic-pulse RC keep (nearly)
-  // every slot.
+  static constexpr double kCacheBytes = 7.2e8;
+  // With KLU, a new slot (within kCacheBytes, as for every solver) only while there are fewer than
+  // kMinKluFactorizations or the cache holds at most kKluCacheBytes: beyond that the least recently used slot is
+  // refactored in place (its memory and pivot order), at a fraction of what a new slot's full factorization into
+  // fresh memory costs (UMFPACK factors anew either way). Eight slots hold the step sizes that every breakpoint's
+  // cycle repeats (two slots made the 64x16 crossbar transient refactor 322 times: 0.148 -> 0.237 s; four, 320
+  // times). Measured (perf stat -r 5, against every slot kept): the 64x16 crossbar transient (40,000 entries per
+  // factorization) 8 slots instead of 31, analysis 0.169 -> 0.127-0.143 s and 42 -> 27 MB (with its CSV). The
+  // budget counts KLU's n-sized arrays and workspace too (~100 bytes per unknown and slot, more than the factors
+  // of a sparse ladder): counted as 12 bytes per entry of L and U only, the 1000-section RC ladder kept 24 slots
+  // of ~150 KB each.
   static constexpr int kMinKluFactorizations = 8;
-  static constexpr double kKluCacheEntries = 1e5;
+  static constexpr double kKluCacheBytes = 1.2e6;
   std::unique_ptr<SparseLU<double>> new_lu() const;
   SparseLU<double>& lu() { return *facts_[cur_].lu; }
   const SparseLU<double>& lu() const { return *facts_[cur_].lu; }

@@ -723,16 +723,16 @@ void SparseLU<T>::solve(T* b) {
 }
 
 template <class T>
-double SparseLU<T>::factor_entries() const {
+double SparseLU<T>::factor_bytes() const {
   if (!factored_) return 0;
-  if (umfpack_) return umfpack_->factor_entries();
+  if (umfpack_) return 12 * umfpack_->factor_entries();
   if constexpr (std::is_same_v<T, double>) {
     if (split_) {
       const double s = static_cast<double>(split_->sep.size());
-      return split_->half[0].lu.factor_entries() + split_->half[1].lu.factor_entries() + 3 * s * s;
+      return split_->half[0].lu.factor_bytes() + split_->half[1].lu.factor_bytes() + 3 * s * s * sizeof(T);
     }
   }
-  return whole_.factor_entries();
+  return whole_.factor_bytes();
 }
 
 template class SparseLU<double>;

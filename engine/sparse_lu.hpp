@@ -71,8 +71,15 @@ class KluLU {
   long refactorizations() const { return n_refactor_; }
   klu_symbolic* symbolic() { return symbolic_; }
   klu_numeric* numeric() { return numeric_; }
-  // Nonzeros of L and U of the last factorization (0 before the first).
-  double factor_entries() const { return numeric_ ? static_cast<double>(numeric_->lnz) + numeric_->unz : 0.0; }
+  // Bytes the last factorization holds (0 before the first): L and U (an int index and a value per entry), U's
+  // diagonal, the row scaling, the six n-sized index arrays, the solve workspace and the off-diagonal blocks of
+  // KLU's numeric object.
+  double factor_bytes() const {
+    if (!numeric_) return 0.0;
+    const double n = numeric_->n;
+    return 12.0 * (static_cast<double>(numeric_->lnz) + numeric_->unz) + n * (sizeof(T) + sizeof(double)) +
+           6 * 4 * n + static_cast<double>(numeric_->worksize) + (sizeof(T) + 4.0) * numeric_->nzoff + 4 * (n + 1);
+  }
 
  private:
   // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
@@ -162,9 +169,10 @@ class SparseLU {
   void set_refinement(bool on) {
     if (umfpack_) umfpack_->set_refinement(on);
   }
-  // Entries held by the current factorization (L and U of the whole matrix or of the two halves, the separator's
-  // dense blocks); 0 before the first factor(). For the caller's memory budget (NewtonSolver's cache).
-  double factor_entries() const;
+  // Bytes held by the current factorization (L and U of the whole matrix or of the two halves with KLU's
+  // workspaces, the separator's dense blocks; UMFPACK: 12 bytes per entry of L and U); 0 before the first
+  // factor(). For the caller's memory budget (NewtonSolver's cache).
+  double factor_bytes() const;
   // Allows (default) or forbids the two-half evaluation; takes effect at the next analyze().
   void allow_split(bool on) { allow_split_ = on; }
 
