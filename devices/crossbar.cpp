@@ -84,9 +84,8 @@ Status read_conductances_hdf5(const std::string& path, const std::string& datase
     return Status::input(fmt::format("cannot open HDF5 file '{}': no such file", path));
   Wire reply;
   Status st = read_isolated(path, "libhdf5", [&](Wire& w) {
-    Status s;
     using Read = void(const std::string&, const std::string&, int&, int&, std::vector<double>&, Status*);
-    if (Read* read = hdf5::function<Read>("anasim_hdf5_read_matrix", s)) read(path, dataset, rows, cols, g, &s);
+    Status s = hdf5::call<Read>("anasim_hdf5_read_matrix", path, dataset, rows, cols, g);
     w.put(rows);
     w.put(cols);
     w.put(g);

@@ -69,9 +69,8 @@ Status load_checkpoint(const std::string& path, const RunIdentity& id, dist::Ite
   Wire reply;
   Status st = read_isolated(path, "libhdf5", [&](Wire& w) {
     long r = 0;
-    Status s;
     using Load = void(const std::string&, const RunIdentity&, const std::string&, dist::ItemTable&, long*, Status*);
-    if (Load* load = hdf5::function<Load>("anasim_hdf5_load_checkpoint", s)) load(path, id, id.digest(), table, &r, &s);
+    Status s = hdf5::call<Load>("anasim_hdf5_load_checkpoint", path, id, id.digest(), table, &r);
     if (!s) return s;
     w.put(static_cast<std::int64_t>(r));
     w.put(static_cast<std::int64_t>(table.count_done()));
@@ -98,10 +97,8 @@ Status load_checkpoint(const std::string& path, const RunIdentity& id, dist::Ite
 }
 
 Status save_checkpoint(const std::string& path, const RunIdentity& id, const dist::ItemTable& table) {
-  Status st;
   using Save = void(const std::string&, const RunIdentity&, const std::string&, const dist::ItemTable&, Status*);
-  if (Save* save = hdf5::function<Save>("anasim_hdf5_save_checkpoint", st)) save(path, id, id.digest(), table, &st);
-  return st;
+  return hdf5::call<Save>("anasim_hdf5_save_checkpoint", path, id, id.digest(), table);
 }
 
 }  // namespace anasim

@@ -45,11 +45,8 @@ namespace {
 Status write_results(const RunResults& r, const std::string& path, bool release, const Spools* spools) {
   if (!is_stdout_name(path))
     if (Status st = check_output_target(path); !st) return st;
-  Status st;
   using Write = void(const RunResults&, const std::string&, bool, const Spools*, Status*);
-  Write* write = hdf5::function<Write>("anasim_hdf5_write_results", st);
-  if (write) write(r, path, release, spools, &st);
-  return st;
+  return hdf5::call<Write>("anasim_hdf5_write_results", r, path, release, spools);
 }
 
 }  // namespace

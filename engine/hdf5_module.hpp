@@ -11,6 +11,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <utility>
 #include "engine/module.hpp"
 #include "engine/types.hpp"
 
@@ -23,12 +24,17 @@ struct Host {
   SourceLoc (*whole_file)(const std::string& path);
 };
 
-// The module's function `sym` as type F, loading the module and handing it the host's functions on first use;
-// nullptr if the module cannot be loaded or lacks `sym`, with `st` saying why ("HDF5 support: ...").
+// The module's function `sym`, loading the module and handing it the host's functions on first use; nullptr if
+// the module cannot be loaded or lacks `sym`, with `st` saying why ("HDF5 support: ...").
 void* symbol(const char* sym, Status& st);
-template <class F>
-F* function(const char* sym, Status& st) {
-  return reinterpret_cast<F*>(symbol(sym, st));
+
+// Calls the module's function `sym`, of type F (every one returns its result through a last Status* parameter),
+// with args; a module that cannot be loaded is the result instead.
+template <class F, class... A>
+Status call(const char* sym, A&&... args) {
+  Status st;
+  if (void* f = symbol(sym, st)) reinterpret_cast<F*>(f)(std::forward<A>(args)..., &st);
+  return st;
 }
 
 }  // namespace anasim::hdf5

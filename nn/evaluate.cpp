@@ -401,10 +401,8 @@ Status run_mc(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, 
 }
 
 Status write_mc_hdf5(const std::string& path, const McReport& rep, const McOptions& opt) {
-  Status st;
   using Write = void(const std::string&, const McReport&, const McOptions&, Status*);
-  if (Write* write = hdf5::function<Write>("anasim_hdf5_write_mc", st)) write(path, rep, opt, &st);
-  return st;
+  return hdf5::call<Write>("anasim_hdf5_write_mc", path, rep, opt);
 }
 
 }  // namespace anasim::nn

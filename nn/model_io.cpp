@@ -22,10 +22,8 @@ Status file_error(const std::string& path, const std::string& msg, ErrorKind kin
 
 Status save_model(const std::string& path, const Mlp& net, const ModelInfo& info) {
   if (Status st = validate(net); !st) return st;
-  Status st;
   using Save = void(const std::string&, const Mlp&, const ModelInfo&, Status*);
-  if (Save* save = hdf5::function<Save>("anasim_hdf5_save_model", st)) save(path, net, info, &st);
-  return st;
+  return hdf5::call<Save>("anasim_hdf5_save_model", path, net, info);
 }
 
 namespace {
@@ -95,9 +93,8 @@ Status load_model(const std::string& path, Mlp& net, ModelInfo* info) {
   Status st = read_isolated(path, "libhdf5", [&](Wire& w) {
     Mlp n;
     ModelInfo m;
-    Status s;  // the record only when asked (as it was read)
-    using Load = void(const std::string&, Mlp&, ModelInfo*, Status*);
-    if (Load* load = hdf5::function<Load>("anasim_hdf5_load_model", s)) load(path, n, info ? &m : nullptr, &s);
+    using Load = void(const std::string&, Mlp&, ModelInfo*, Status*);  // the record only when asked (as it was read)
+    Status s = hdf5::call<Load>("anasim_hdf5_load_model", path, n, info ? &m : nullptr);
     if (s) {
       put_net(w, n);
       put_info(w, m);
@@ -119,9 +116,8 @@ Status import_keras(const std::string& path, Mlp& net) {
   Wire reply;
   Status st = read_isolated(path, "libhdf5", [&](Wire& w) {
     Mlp n;
-    Status s;
     using Import = void(const std::string&, Mlp&, Status*);
-    if (Import* import = hdf5::function<Import>("anasim_hdf5_import_keras", s)) import(path, n, &s);
+    Status s = hdf5::call<Import>("anasim_hdf5_import_keras", path, n);
     if (s) put_net(w, n);
     return s;
   }, reply);
