@@ -20,11 +20,6 @@ std::string read_string_attr(const H5::H5Object& o, const std::string& name) {
   return v;
 }
 
-void write_string_attr(H5::H5Object& o, const std::string& name, const std::string& v) {
-  H5::StrType st(H5::PredType::C_S1, H5T_VARIABLE);
-  o.createAttribute(name, st, H5::DataSpace(H5S_SCALAR)).write(st, v);
-}
-
 template <class T>
 std::vector<T> read_vector(const H5::Group& g, const char* name, const H5::PredType& type) {
   H5::DataSet d = g.openDataSet(name);
@@ -105,13 +100,11 @@ Status save_checkpoint_file(const std::string& path, const RunIdentity& id, cons
     H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, image.access());
     {  // every object closed before the file is
       H5::Group g = file.createGroup("/checkpoint");
-      write_string_attr(g, "format", kFormat);
-      write_string_attr(g, "identity_digest", digest);
-      const std::int64_t n = table.size();
-      g.createAttribute("items", H5::PredType::STD_I64LE, H5::DataSpace(H5S_SCALAR))
-          .write(H5::PredType::NATIVE_INT64, &n);
+      attr_string(g, "format", kFormat, H5T_CSET_ASCII);
+      attr_string(g, "identity_digest", digest, H5T_CSET_ASCII);
+      attr_int64(g, "items", table.size());
       H5::Group gi = g.createGroup("identity");
-      for (const auto& [name, v] : id.fields) write_string_attr(gi, name, v);
+      for (const auto& [name, v] : id.fields) attr_string(gi, name.c_str(), v, H5T_CSET_ASCII);
       write_vector(g, "item", item, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
       write_vector(g, "length", length, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
       write_vector(g, "value", value, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE);

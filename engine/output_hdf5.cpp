@@ -41,19 +41,6 @@ std::string link_name(std::string s, const char* fallback) {
   return s;
 }
 
-void attr_string(H5::H5Object& obj, const char* name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  H5::Attribute a = obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  a.write(type, value);
-}
-
-void attr_int64(H5::H5Object& obj, const char* name, long value) {
-  const std::int64_t v = value;
-  H5::Attribute a = obj.createAttribute(name, H5::PredType::STD_I64LE, H5::DataSpace(H5S_SCALAR));
-  a.write(H5::PredType::NATIVE_INT64, &v);
-}
-
 // Datasets up to this size [bytes] are stored compact (in the object header): one metadata block instead of a
 // header plus a data block, for the one-value datasets of an operating point.
 constexpr hsize_t kCompactBytes = 4096;
@@ -235,16 +222,11 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release, con
   attr_int64(g, "solves", st.solves);
   attr_int64(g, "timepoints", st.timepoints);
   attr_int64(g, "rejected", st.rejected);
-  {
-    H5::Attribute s = g.createAttribute("seconds", H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
-    s.write(H5::PredType::NATIVE_DOUBLE, &st.seconds);
-  }
+  attr_double(g, "seconds", st.seconds);
 
   if (!a.notes.empty()) attr_string(g, "notes", fmt::format("{}", fmt::join(a.notes, "\n")));
-  for (const ResultScalar& x : a.scalars) {  // extension analyses' summary values (units in the docs)
-    H5::Attribute s = g.createAttribute(link_name(x.name, "value"), H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
-    s.write(H5::PredType::NATIVE_DOUBLE, &x.value);
-  }
+  for (const ResultScalar& x : a.scalars)  // extension analyses' summary values (units in the docs)
+    attr_double(g, link_name(x.name, "value").c_str(), x.value);
 
   if (!a.measures.empty()) {  // .meas results: <group>/measurements/<name>, one value each (NaN: failed)
     H5::Group mg = g.createGroup(names.add("measurements", "measurements"));
@@ -315,10 +297,8 @@ void write_mc(H5::H5File& file, const McResults& r_mc) {
     }
     dataset(*g, dname, m.values, m.unit);
     H5::DataSet d = g->openDataSet(dname);
-    for (auto [nm, v] : {std::pair<const char*, double>{"mean", m.mean}, {"std", m.std}, {"min", m.min}, {"max", m.max}}) {
-      H5::Attribute a = d.createAttribute(nm, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR));
-      a.write(H5::PredType::NATIVE_DOUBLE, &v);
-    }
+    for (auto [nm, v] : {std::pair<const char*, double>{"mean", m.mean}, {"std", m.std}, {"min", m.min}, {"max", m.max}})
+      attr_double(d, nm, v);
   }
 }
 
@@ -344,6 +324,22 @@ std::size_t expected_hdf5_bytes(const RunResults& r, const Spools* spools) {
 }
 
 }  // namespace
+
+void attr_string(H5::H5Object& obj, const char* name, const std::string& value, H5T_cset_t cset) {
+  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  type.setCset(cset);
+  obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, value);
+}
+
+void attr_int64(H5::H5Object& obj, const char* name, long value) {
+  const std::int64_t v = value;
+  obj.createAttribute(name, H5::PredType::STD_I64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_INT64, &v);
+}
+
+void attr_double(H5::H5Object& obj, const char* name, double value) {
+  obj.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR))
+      .write(H5::PredType::NATIVE_DOUBLE, &value);
+}
 
 Hdf5Image::Hdf5Image(std::size_t expected_bytes) {
   // The core driver grows its buffer a step at a time and zeroes each new step whole: one step of the (upper)

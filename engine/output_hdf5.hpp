@@ -47,6 +47,12 @@ class Hdf5Image {
 // An HDF5 exception's message with the innermost reason from HDF5's error stack and the failing function.
 std::string hdf5_error_text(const H5::Exception& e);
 
+// Scalar attributes of obj, shared by the module's writers: a variable-length string (UTF-8 unless cset says
+// otherwise), a 64-bit integer and a double, stored little-endian.
+void attr_string(H5::H5Object& obj, const char* name, const std::string& value, H5T_cset_t cset = H5T_CSET_UTF8);
+void attr_int64(H5::H5Object& obj, const char* name, long value);
+void attr_double(H5::H5Object& obj, const char* name, double value);
+
 // The host's functions, set by the module's anasim_hdf5_init (engine/hdf5_module.hpp).
 extern const hdf5::Host* g_host;
 

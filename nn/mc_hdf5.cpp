@@ -46,22 +46,16 @@ Status write_mc_file(const std::string& path, const McReport& rep, const McOptio
       vec("std", [](const McPoint& p) { return p.std; });
       vec("min", [](const McPoint& p) { return p.min; });
       vec("p5", [](const McPoint& p) { return p.p5; });
-      H5::StrType st(H5::PredType::C_S1, H5T_VARIABLE);
-      auto attr_s = [&](const char* name, const std::string& v) {
-        g.createAttribute(name, st, H5::DataSpace(H5S_SCALAR)).write(st, v);
-      };
-      auto attr_d = [&](const char* name, double v) {
-        g.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE, &v);
-      };
-      attr_s("sweep_param", opt.sweep_param);
+      attr_string(g, "sweep_param", opt.sweep_param, H5T_CSET_ASCII);
       std::vector<std::string> vals;
       for (const auto& p : rep.points) vals.push_back(p.value);
-      attr_s("sweep_values", fmt::format("{}", fmt::join(vals, ",")));
-      attr_d("seed", static_cast<double>(opt.seed));
-      attr_d("trials", opt.trials);
-      attr_d("samples", rep.samples);
-      attr_d("digital_accuracy", rep.digital_accuracy);
-      attr_s("unit", "fraction of test images classified correctly; rows = sweep points, columns = trials");
+      attr_string(g, "sweep_values", fmt::format("{}", fmt::join(vals, ",")), H5T_CSET_ASCII);
+      attr_double(g, "seed", static_cast<double>(opt.seed));
+      attr_double(g, "trials", opt.trials);
+      attr_double(g, "samples", rep.samples);
+      attr_double(g, "digital_accuracy", rep.digital_accuracy);
+      attr_string(g, "unit", "fraction of test images classified correctly; rows = sweep points, columns = trials",
+                  H5T_CSET_ASCII);
     }
     return image.save(file, path);
   } catch (const H5::Exception& e) {

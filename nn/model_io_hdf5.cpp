@@ -43,22 +43,6 @@ std::size_t parameter_count(const Mlp& net) {
 
 // ---- writing ----
 
-void attr_string(H5::H5Object& o, const char* name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  type.setCset(H5T_CSET_UTF8);
-  o.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, value);
-}
-
-void attr_int64(H5::H5Object& o, const char* name, long value) {
-  const std::int64_t v = value;
-  o.createAttribute(name, H5::PredType::STD_I64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_INT64, &v);
-}
-
-void attr_double(H5::H5Object& o, const char* name, double value) {
-  o.createAttribute(name, H5::PredType::IEEE_F64LE, H5::DataSpace(H5S_SCALAR)).write(H5::PredType::NATIVE_DOUBLE,
-                                                                                      &value);
-}
-
 void write_matrix(H5::Group& g, const char* name, const double* data, hsize_t rows, hsize_t cols, int rank) {
   const hsize_t dims[2] = {rows, cols};
   H5::DataSpace space(rank, dims);
