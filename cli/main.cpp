@@ -80,8 +80,11 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
                a.stats.seconds);
   for (const auto& a : r.analyses)
     if (a.stats.kcl_residual >= 0)
-      fmt::print("  {:<8} KCL residual {:.3g} A (largest over the node rows of the solution), sparse LU {}\n",
-                 a.group, a.stats.kcl_residual, a.stats.multifrontal ? "UMFPACK" : "KLU");
+      fmt::print("  {:<8} KCL residual {:.3g} A (largest over the node rows of the solution), {}\n", a.group,
+                 a.stats.kcl_residual,
+                 a.stats.cg_iterations > 0 ? fmt::format("conjugate gradients ({} steps)", a.stats.cg_iterations)
+                 : a.stats.multifrontal    ? std::string("sparse LU UMFPACK")
+                                           : std::string("sparse LU KLU"));
   for (const auto& a : r.analyses) {  // .meas results, as ngspice prints them (name = value)
     if (a.measures.empty()) continue;
     fmt::print("  {} measurements:\n", a.group);

@@ -609,8 +609,9 @@ const ParamTable& option_table() {
       P("maxord").def(2).range(1, 2).doc("highest integration order").bind<&O::maxord>(),
       P("klu").kind(ParamKind::Flag).def(1).range(0, 1).doc("KLU sparse solver (ngspice)")
           .no_effect("anasim chooses its sparse LU by option solver"),
-      P("solver").choices("auto|klu|umfpack").def(0)
-          .doc("sparse LU: auto (KLU, or UMFPACK with METIS ordering for large matrices that fill in), klu, umfpack")
+      P("solver").choices("auto|klu|umfpack|pcg").def(0)
+          .doc("linear solver: auto (conjugate gradients on large nodal systems where they apply, else KLU, or "
+               "UMFPACK with METIS ordering for large matrices that fill in), klu, umfpack, pcg")
           .bind<&O::solver>(),
       P("power").kind(ParamKind::Flag).def(0).range(0, 1).doc("power probes in every op, dc and tran")
           .bind<&O::power>(),

@@ -119,7 +119,7 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
       const double one = bytes(facts_[cur_]);
       const int slots = static_cast<int>(facts_.size());
       // (every solver within kCacheBytes; KLU within kKluCacheBytes too, beyond its first slots)
-      const bool klu = facts_[cur_].lu->solver() != LinearSolver::Umfpack;
+      const bool klu = facts_[cur_].lu->solver() == LinearSolver::Klu;
       const bool room = held + one <= kCacheBytes &&
                         (!klu || slots < kMinKluFactorizations || held + one <= kKluCacheBytes);
       if (slots < kMaxFactorizations && room) {
@@ -408,6 +408,7 @@ SolverStats NewtonSolver::stats() const {
     s.factorizations += f.lu->factorizations();
     s.refactorizations += f.lu->refactorizations();
     s.solves += f.lu->solves();
+    s.cg_iterations += f.lu->cg_iterations();
   }
   s.multifrontal = lu().solver() == LinearSolver::Umfpack;
   return s;

@@ -18,10 +18,11 @@ struct SolverStats {
   double kcl_residual = -1.0;   // [A] op: largest |A x - b| over the node (KCL) rows of the last linear system
                                 // at the solution (NewtonSolver::kcl_residual); -1 = not computed
   bool multifrontal = false;    // the sparse LU was UMFPACK's (solver auto or umfpack), not KLU's
+  long cg_iterations = 0;       // conjugate-gradient steps (solver auto or pcg: engine/nodal_pcg.hpp)
   void add(const SolverStats& o) {
     newton_iterations += o.newton_iterations; factorizations += o.factorizations;
     refactorizations += o.refactorizations; solves += o.solves; timepoints += o.timepoints;
-    rejected += o.rejected; seconds += o.seconds; kcl_residual = std::max(kcl_residual, o.kcl_residual);
+    rejected += o.rejected; seconds += o.seconds; cg_iterations += o.cg_iterations; kcl_residual = std::max(kcl_residual, o.kcl_residual);
     multifrontal = multifrontal || o.multifrontal;
   }
 };

@@ -5,6 +5,7 @@
 #include <amd.h>
 #include <camd.h>
 #include <climits>
+#include <limits>
 #include <mutex>
 #include <cmath>
 #include <omp.h>
@@ -596,9 +597,28 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   Ai_ = Ai;
   split_.reset();
   umfpack_.reset();
+  pcg_.reset();
+  pcg_A_.clear();
   factored_ = false;
   whole_analyzed_ = false;
   choose_later_ = false;
+  split_pending_ = false;
+  if constexpr (std::is_same_v<T, double>) {
+    if (!no_pcg_ && ((solver_ == LinearSolver::Auto && n >= kIterativeMinUnknowns) || solver_ == LinearSolver::Pcg)) {
+      // The direct analysis waits until conjugate gradients turn out not to apply (factor, solve).
+      pcg_ = std::make_unique<NodalPcg>();
+      if (pcg_->analyze(n, Ap, Ai)) return true;
+      pcg_.reset();
+    }
+  }
+  return analyze_direct();
+}
+
+template <class T>
+bool SparseLU<T>::analyze_direct() {
+  const int n = n_;
+  const int* Ap = Ap_;
+  const int* Ai = Ai_;
   const bool can_split = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&
                          omp_get_max_threads() >= 2 && !omp_in_parallel();
   if (solver_ == LinearSolver::Auto && single_ && can_split && hint_.empty()) {
@@ -658,6 +678,7 @@ std::unique_ptr<SparseLU<T>> SparseLU<T>::sibling() const {
   s->single_ = single_;
   s->allow_split_ = allow_split_;
   s->solver_ = solver_;
+  s->no_pcg_ = no_pcg_;
   if (umfpack_ && umfpack_->analyzed()) {
     s->n_ = n_;
     s->Ap_ = Ap_;
@@ -681,6 +702,20 @@ bool SparseLU<T>::factor_whole(const T* Ax) {
 
 template <class T>
 bool SparseLU<T>::factor(const T* Ax) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (pcg_) {
+      if (pcg_->factor(Ax)) {
+        pcg_A_.assign(Ax, Ax + Ap_[n_]);
+        ++pcg_factor_;
+        return factored_ = true;
+      }
+      cg_its_ += pcg_->iterations();
+      pcg_.reset();
+      pcg_A_.clear();
+      no_pcg_ = true;
+      if (!analyze_direct()) return factored_ = false;
+    }
+  }
   if (umfpack_) {
     if (umfpack_->factor(Ax)) return factored_ = true;
     umfpack_.reset();  // fall back for good: KLU decides (and names a singular unknown)
@@ -709,6 +744,21 @@ bool SparseLU<T>::factor(const T* Ax) {
 template <class T>
 void SparseLU<T>::solve(T* b) {
   ++n_solve_;
+  if constexpr (std::is_same_v<T, double>) {
+    if (pcg_) {
+      if (pcg_->solve(b)) return;
+      // They gave up: the direct solver, for good.
+      cg_its_ += pcg_->iterations();
+      pcg_.reset();
+      no_pcg_ = true;
+      const std::vector<double> A = std::move(pcg_A_);
+      pcg_A_.clear();
+      if (!analyze_direct() || !factor(A.data())) {
+        std::fill(b, b + n_, std::numeric_limits<double>::quiet_NaN());
+        return;
+      }
+    }
+  }
   if (umfpack_) {
     umfpack_->solve(b);
     return;
@@ -725,6 +775,7 @@ void SparseLU<T>::solve(T* b) {
 template <class T>
 double SparseLU<T>::factor_bytes() const {
   if (!factored_) return 0;
+  if (pcg_) return pcg_->bytes() + sizeof(double) * pcg_A_.capacity();
   if (umfpack_) return 12 * umfpack_->factor_entries();
   if constexpr (std::is_same_v<T, double>) {
     if (split_) {

@@ -20,7 +20,13 @@
 // Orderings measured on that deck: METIS nested dissection halves the flops (5.8e7 vs 1.5e8) but costs
 // 0.12-0.14 s itself; COLAMD gives twice the flops of AMD.
 //
-// Solver choice (LinearSolver, .options solver): KLU is a left-looking LU without dense kernels, right for
+// Solver choice (LinearSolver, .options solver): before any of the factorizations below, Auto (from
+// kIterativeMinUnknowns unknowns) and Pcg try conjugate gradients on the system's nodal core (NodalPcg,
+// engine/nodal_pcg.hpp): where grounded sources eliminated leave a symmetric, diagonally dominant system (a
+// resistive crossbar), a few dozen O(n) steps replace a factorization that fills in (784x128 crossbar deck's op:
+// 0.15 s against the split's 1.0 s). The direct analysis waits until they turn out not to apply: values not
+// symmetric or not dominant at factor(), or too slow a convergence in solve().
+// KLU is a left-looking LU without dense kernels, right for
 // circuit matrices whose factors stay sparse. On a large grid-like matrix (a crossbar of 10^5..10^6 unknowns)
 // the factors fill in to long columns, and UMFPACK's multifrontal LU on a nested-dissection ordering (dense
 // fronts through BLAS, O(n^1.5) work on a 2-D grid) is the right tool. Auto measures the fill of the ordering
@@ -44,6 +50,7 @@
 #include <klu.h>
 #include "engine/linear_solver.hpp"
 #include "engine/multifrontal_lu.hpp"
+#include "engine/nodal_pcg.hpp"
 
 namespace anasim {
 
@@ -115,6 +122,8 @@ class SparseLU {
   static constexpr double kMultifrontalMinFlops = 1e9;
   // UMFPACK runs on AMD's order (rather than METIS's) up to this LU work per unknown (see the file comment).
   static constexpr double kAmdMaxPairsPerUnknown = 2e4;
+  // Auto tries conjugate gradients on the nodal core (NodalPcg) of real systems from this many unknowns.
+  static constexpr int kIterativeMinUnknowns = 20000;
   // Share of the unknowns an ordering hint must cover to be used.
   static constexpr double kHintMinShare = 0.9;
 
@@ -141,22 +150,29 @@ class SparseLU {
   std::unique_ptr<SparseLU> sibling() const;
   // Auto's choice for pattern (n, Ap, Ai): whether UMFPACK's factorization is worth it (see the file comment).
   static bool prefers_multifrontal(int n, const int* Ap, const int* Ai);
-  // The solver the last analyze() chose: Klu or Umfpack.
-  LinearSolver solver() const { return umfpack_ ? LinearSolver::Umfpack : LinearSolver::Klu; }
+  // The solver in use: Pcg (conjugate gradients, until they fail to apply), Umfpack or Klu.
+  LinearSolver solver() const {
+    return pcg_ ? LinearSolver::Pcg : umfpack_ ? LinearSolver::Umfpack : LinearSolver::Klu;
+  }
+  // Conjugate-gradient steps of all solves so far.
+  long cg_iterations() const { return cg_its_ + (pcg_ ? pcg_->iterations() : 0); }
   // Symbolic analysis of an n x n CSC pattern (Ap size n+1, Ai size nnz). Arrays must outlive this object.
   // Returns false if KLU (or UMFPACK) rejects the pattern.
   bool analyze(int n, const int* Ap, const int* Ai);
   // Numeric factorization of values Ax (size nnz). Reuses the pivot order (klu_refactor) when possible
   // (UMFPACK: the symbolic analysis). Returns false if the matrix is singular; singular_unknown() then names
-  // the column (unknown), from a KLU factorization of the matrix when UMFPACK found it singular.
+  // the column (unknown), from a KLU factorization of the matrix when UMFPACK found it singular. With conjugate
+  // gradients, the preconditioner's factorization (and a copy of Ax, for the fallback below); where they do not
+  // apply to these values, the direct solver from here on.
   bool factor(const T* Ax);
-  // Solves A x = b in place (b size n).
+  // Solves A x = b in place (b size n). Conjugate gradients that give up hand the system to the direct solver for
+  // good (factored from the copy of the values); should that find it singular, b is set to NaN.
   void solve(T* b);
   int singular_unknown() const { return whole_.singular_unknown(); }
   // Factorizations so far: KLU calls on the whole matrix plus two-half factorizations (one each), plus
-  // UMFPACK numeric factorizations.
+  // UMFPACK numeric factorizations, plus the conjugate gradients' preconditioner factorizations.
   long factorizations() const {
-    return n_factor_ + whole_.factorizations() + (umfpack_ ? umfpack_->factorizations() : 0);
+    return n_factor_ + pcg_factor_ + whole_.factorizations() + (umfpack_ ? umfpack_->factorizations() : 0);
   }
   long refactorizations() const { return n_refactor_ + whole_.refactorizations(); }
   long solves() const { return n_solve_; }
@@ -178,6 +194,8 @@ class SparseLU {
 
  private:
   bool factor_whole(const T* Ax);
+  // analyze()'s direct part (KLU, the split or UMFPACK), also run when conjugate gradients stop applying.
+  bool analyze_direct();
   // Auto's multifrontal choice for (n, Ap, Ai) (or Umfpack's): UMFPACK analyzed into umfpack_, or false (KLU).
   bool analyze_multifrontal(int n, const int* Ap, const int* Ai);
   // The full elimination order from hint_ (the unknowns it leaves out first, by AMD), or empty if the hint
@@ -196,6 +214,10 @@ class SparseLU {
   bool allow_split_ = true;
   LinearSolver solver_ = LinearSolver::Auto;
   std::unique_ptr<MultifrontalLU<T>> umfpack_;  // set when UMFPACK was chosen (and its module loaded)
+  std::unique_ptr<NodalPcg> pcg_;               // set while conjugate gradients apply (real systems)
+  std::vector<double> pcg_A_;                   // the values pcg_ was factored from
+  long pcg_factor_ = 0, cg_its_ = 0;            // preconditioner factorizations; steps of a dropped pcg_
+  bool no_pcg_ = false;                         // they did not apply here (nor, then, to siblings)
   bool factored_ = false;
   long n_factor_ = 0, n_refactor_ = 0, n_solve_ = 0;  // n_factor_, n_refactor_: two-half factorizations
 };

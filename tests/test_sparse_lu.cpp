@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <cmath>
 #include <complex>
+#include <string>
 #include <fmt/format.h>
 #include <omp.h>
 #include <vector>
@@ -494,11 +495,15 @@ TEST_CASE("sparse LU: auto keeps KLU for small and chain-like matrices, takes UM
   CHECK(SparseLU<double>::prefers_multifrontal(G.rows(), G.outerIndexPtr(), G.innerIndexPtr()));
   const Csc G3 = mna_grid(300, 300, 1e-2);
   CHECK_FALSE(SparseLU<double>::prefers_multifrontal(G3.rows(), G3.outerIndexPtr(), G3.innerIndexPtr()));
-  // a 1 x 90,000 chain (an RC ladder's pattern) does not: KLU
+  // a 1 x 90,000 chain (an RC ladder's pattern) does not: KLU, once conjugate gradients turn out not to apply
+  // (its VCVS drives a node with two neighbours: the reduced system is not symmetric)
   const Csc L = mna_grid(90000, 1, 1e-2);
   SparseLU<double> chain;
   REQUIRE(chain.analyze(L.rows(), L.outerIndexPtr(), L.innerIndexPtr()));
+  CHECK(chain.solver() == LinearSolver::Pcg);
+  REQUIRE(chain.factor(L.valuePtr()));
   CHECK(chain.solver() == LinearSolver::Klu);
+  CHECK(chain.cg_iterations() == 0);
 }
 
 namespace {
@@ -598,7 +603,7 @@ namespace {
 // reports, (2) the column currents (n_j -> out_j through rf) against an independent computation: the nodal
 // equations assembled here, apart from the engine (VCVS eliminated), solved by a SparseLU and refined three
 // times with residuals in long double. Returns the op's wall time [s].
-double check_crossbar_yaml(int R, int C, bool expect_multifrontal) {
+double check_crossbar_yaml(int R, int C, bool expect_multifrontal, const char* solver = "auto") {
   const auto dir = anasim::test_support::scratch_dir("sparse_lu", fmt::format("xbar{}x{}", R, C));
   {
     std::ofstream g(dir / "g.csv");
@@ -617,7 +622,7 @@ double check_crossbar_yaml(int R, int C, bool expect_multifrontal) {
     for (int j = 0; j < C; ++j)
       y << fmt::format("  - {{name: e{0}, type: e, nodes: [out{0}, 0, 0, n{0}], gain: {1}}}\n"
                        "  - {{name: rf{0}, type: r, nodes: [n{0}, out{0}], r: {2}}}\n", j, kXbarGain, kXbarRf);
-    y << "analyses:\n  - {type: op}\n";
+    y << fmt::format("options: {{solver: {}}}\nanalyses:\n  - {{type: op}}\n", solver);
   }
   ParsedNetlist pn;
   FlatNetlist fn;
@@ -631,10 +636,14 @@ double check_crossbar_yaml(int R, int C, bool expect_multifrontal) {
   REQUIRE(st.ok());
   const SolverStats& stats = r.analyses[0].stats;
   CHECK(stats.multifrontal == expect_multifrontal);
+  CHECK((stats.cg_iterations > 0) == (std::string(solver) == "pcg" || (std::string(solver) == "auto" &&
+                                                                         r.unknowns >= SparseLU<double>::kIterativeMinUnknowns)));
   CHECK(stats.kcl_residual >= 0);
   CHECK(stats.kcl_residual < 1e-12);
   MESSAGE(R << "x" << C << " crossbar: " << r.unknowns << " unknowns, KCL residual " << stats.kcl_residual
-            << " A, op " << stats.seconds << " s (" << std::string(stats.multifrontal ? "UMFPACK" : "KLU") << ")");
+            << " A, op " << stats.seconds << " s ("
+            << (stats.cg_iterations ? fmt::format("CG, {} steps", stats.cg_iterations)
+                                    : std::string(stats.multifrontal ? "UMFPACK" : "KLU")) << ")");
 
   // independent nodal equations: r(i,j), c(i,j), n_j
   const int nr = R * C, n = 2 * nr + C;
@@ -701,7 +710,14 @@ TEST_CASE("sparse LU: YAML crossbar op, KCL residual and column currents against
 
 TEST_CASE("sparse LU: a YAML crossbar of 20,000 unknowns runs UMFPACK on its own nested dissection") {
   // 160 x 64: 20,992 unknowns, AMD's LU work 1.3e8 pairs (KLU without the device's order); with it, UMFPACK
-  check_crossbar_yaml(160, 64, true);
+  check_crossbar_yaml(160, 64, true, "umfpack");
+}
+
+TEST_CASE("sparse LU: auto solves a YAML crossbar of 20,000 unknowns by conjugate gradients on its nodal core") {
+  // the grounded sources and the VCVS read-outs eliminated, the rest is symmetric and diagonally dominant
+  check_crossbar_yaml(160, 64, false, "auto");
+  // forced on a small one
+  check_crossbar_yaml(24, 16, false, "pcg");
 }
 
 TEST_CASE("sparse LU: an ordering hint orders UMFPACK's factorization; one that is not a set of unknowns is ignored") {

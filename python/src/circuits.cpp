@@ -74,6 +74,7 @@ py::dict analysis_dict(const AnalysisResult& a) {
   stats["factorizations"] = a.stats.factorizations;
   stats["refactorizations"] = a.stats.refactorizations;
   stats["solves"] = a.stats.solves;
+  stats["cg_iterations"] = a.stats.cg_iterations;
   stats["timepoints"] = a.stats.timepoints;
   stats["rejected"] = a.stats.rejected;
   stats["seconds"] = a.stats.seconds;
