@@ -604,7 +604,8 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
   choose_later_ = false;
   split_pending_ = false;
   if constexpr (std::is_same_v<T, double>) {
-    if (!no_pcg_ && ((solver_ == LinearSolver::Auto && n >= kIterativeMinUnknowns) || solver_ == LinearSolver::Pcg)) {
+    const int min_n = single_ ? kIterativeMinUnknownsOnce : kIterativeMinUnknowns;
+    if (!no_pcg_ && ((solver_ == LinearSolver::Auto && n >= min_n) || solver_ == LinearSolver::Pcg)) {
       // The direct analysis waits until conjugate gradients turn out not to apply (factor, solve).
       pcg_ = std::make_unique<NodalPcg>();
       if (pcg_->analyze(n, Ap, Ai)) return true;
