@@ -154,7 +154,8 @@ int cmd_run(const std::string& file, const AnalysisCatalog& analyses, const std:
       stream = [&h5_out](const std::string& group, RowSink*& sink) { return h5_out.stream(group, sink); };
     }
   }
-  if (Status st = simulate(fn, builtin_catalog(), r, &circuit, &stream); !st) return report(st);
+  // (fn's devices are not read after this: freed once the circuit is built where no analysis reads them)
+  if (Status st = simulate(fn, builtin_catalog(), r, &circuit, &stream, &fn.devices); !st) return report(st);
   if (mc_trials > 0) {
     McRunOptions mo;
     mo.checkpoint = checkpoint;

@@ -1,6 +1,7 @@
 // parse -> elaborate -> build -> analyses (see simulate.hpp).
 #include "engine/simulate.hpp"
 #include <chrono>
+#include <malloc.h>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
 #include "engine/measure.hpp"
@@ -8,8 +9,17 @@
 
 namespace anasim {
 
+bool devices_needed(const FlatNetlist& fn) {
+  if (fn.options.power) return true;
+  for (const std::string& o : fn.outputs)
+    if (!o.empty() && o[0] == '@') return true;
+  for (const auto& a : fn.analyses)
+    if (a.power || a.kind == AnalysisSpec::Kind::Dc || a.kind == AnalysisSpec::Kind::Extension) return true;
+  return false;
+}
+
 Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out, std::unique_ptr<Circuit>* keep,
-                const StreamFactory* stream) {
+                const StreamFactory* stream, std::vector<FlatDevice>* release) {
   auto owned = std::make_unique<Circuit>();
   Circuit& c = *owned;
   struct Keep {  // hands the circuit to the caller on every return path
@@ -20,6 +30,10 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
   const bool circuit = !fn.devices.empty();  // a netlist of extension analyses only may have none
   if (circuit)
     if (Status st = c.build(fn, catalog); !st) return st;
+  if (release == &fn.devices && !devices_needed(fn)) {
+    std::vector<FlatDevice>().swap(*release);
+    ::malloc_trim(0);
+  }
   out.title = fn.title;
   out.netlist = fn.file;
   out.unknowns = circuit ? c.n() : 0;
