@@ -325,6 +325,14 @@ bool NodalPcg::solve(double* b) {
   };
   double scale = 0.0;
   double rmax = residual(scale);
+  if (have_start_) {  // the last solution is a start only if it beats zero (not for a refinement's correction)
+    double cmax = 0.0;
+    for (int i = 0; i < m; ++i) cmax = std::max(cmax, std::abs(c_[i]));
+    if (!(rmax < cmax)) {
+      std::fill(y.begin(), y.end(), 0.0);
+      rmax = residual(scale);
+    }
+  }
   const double r0 = rmax;
   int its = 0;
   bool done = !(rmax > kTolerance * scale);

@@ -37,7 +37,9 @@ class NodalPcg {
   // Reduces values Ax (size nnz), checks that M is symmetric and diagonally dominant, and factors the
   // preconditioner. false if not (or if a pivot of an elimination or of P is zero: M singular).
   bool factor(const double* Ax);
-  // Solves A x = b in place (b size n), starting from the last solution. false if it gave up; b is then unchanged.
+  // Solves A x = b in place (b size n), starting from the last solution where that is closer than zero (a Newton
+  // iteration's or a time step's system; not an iterative refinement's correction). false if it gave up; b is
+  // then unchanged.
   bool solve(double* b);
   // Steps of the last solve() and of all solves.
   int last_iterations() const { return last_its_; }

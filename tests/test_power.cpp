@@ -365,3 +365,39 @@ analyses:
     check_tellegen(r);
   }
 }
+
+TEST_CASE("power: Tellegen and the same powers when conjugate gradients solve (a 48x24 crossbar, op and tran)") {
+  // 2,400 unknowns: both analyses take conjugate gradients under solver: pcg (auto keeps KLU: a circuit with states
+  // below 20,000 unknowns); the power meter's refinement step then solves its small correction by them too.
+  std::string yaml = "devices:\n";
+  std::string pins;
+  const int R = 48, C = 24;
+  for (int i = 0; i < R; ++i) {
+    yaml += fmt::format("  - {{name: v{0}, type: v, nodes: [r{0}, 0], dc: {1}}}\n", i, 0.05 + 0.004 * (i % 7));
+    pins += fmt::format("r{}, ", i);
+  }
+  std::string g;
+  for (int k = 0; k < R * C; ++k) g += fmt::format("{}{}", k ? ", " : "", 1e-5 * (1 + (k * 7) % 10));
+  for (int j = 0; j < C; ++j) pins += fmt::format("n{}{}", j, j + 1 < C ? ", " : "");
+  yaml += fmt::format("  - {{name: xb, type: crossbar, rows: {}, cols: {}, rwire_row: 1, rwire_col: 1, cwire: 10f, "
+                      "g: [{}], nodes: [{}]}}\n", R, C, g, pins);
+  for (int j = 0; j < C; ++j)
+    yaml += fmt::format("  - {{name: e{0}, type: e, nodes: [o{0}, 0, 0, n{0}], gain: 1e5}}\n"
+                        "  - {{name: f{0}, type: r, nodes: [n{0}, o{0}], r: 10k}}\n", j);
+  auto run = [&](const char* solver) {
+    return simulate_flat(elaborate_yaml(yaml + fmt::format("options: {{solver: {}}}\nanalyses:\n"
+                                                           "  - {{type: op, power: true}}\n"
+                                                           "  - {{type: tran, tstep: 0.1n, tstop: 2n, power: true}}\n",
+                                                           solver)));
+  };
+  const RunResults klu = run("klu"), cg = run("pcg"), aut = run("auto");
+  CHECK(cg.analyses[0].stats.cg_iterations > 0);
+  CHECK(cg.analyses[1].stats.cg_iterations > 0);
+  CHECK(aut.analyses[0].stats.cg_iterations == 0);
+  CHECK(aut.analyses[1].stats.cg_iterations == 0);
+  CHECK(check_tellegen(cg) == 2);
+  CHECK(check_tellegen(aut) == 2);
+  for (const std::string name : {"p(total)", "p(xb)", "p(type:v)", "p(e3)"})
+    CHECK(op_value(cg, 0, name) == doctest::Approx(op_value(klu, 0, name)).epsilon(1e-10));
+  CHECK(last(cg, 1, "e(total)") == doctest::Approx(last(klu, 1, "e(total)")).epsilon(1e-9));
+}
