@@ -9,13 +9,16 @@
 
 namespace anasim {
 
-bool devices_needed(const FlatNetlist& fn) {
-  if (fn.options.power) return true;
+bool releases_devices(const FlatNetlist& fn) {
+  if (fn.options.power) return false;
   for (const std::string& o : fn.outputs)
-    if (!o.empty() && o[0] == '@') return true;
-  for (const auto& a : fn.analyses)
-    if (a.power || a.kind == AnalysisSpec::Kind::Dc || a.kind == AnalysisSpec::Kind::Extension) return true;
-  return false;
+    if (!o.empty() && o[0] == '@') return false;
+  bool tran = false;
+  for (const auto& a : fn.analyses) {
+    if (a.power || a.kind == AnalysisSpec::Kind::Dc || a.kind == AnalysisSpec::Kind::Extension) return false;
+    tran = tran || a.kind == AnalysisSpec::Kind::Tran;
+  }
+  return tran;
 }
 
 Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out, std::unique_ptr<Circuit>* keep,
@@ -30,7 +33,7 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
   const bool circuit = !fn.devices.empty();  // a netlist of extension analyses only may have none
   if (circuit)
     if (Status st = c.build(fn, catalog); !st) return st;
-  if (release == &fn.devices && !devices_needed(fn)) {
+  if (release == &fn.devices && releases_devices(fn)) {
     std::vector<FlatDevice>().swap(*release);
     ::malloc_trim(0);
   }

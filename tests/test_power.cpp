@@ -401,3 +401,29 @@ TEST_CASE("power: Tellegen and the same powers when conjugate gradients solve (a
     CHECK(op_value(cg, 0, name) == doctest::Approx(op_value(klu, 0, name)).epsilon(1e-10));
   CHECK(last(cg, 1, "e(total)") == doctest::Approx(last(klu, 1, "e(total)")).epsilon(1e-9));
 }
+
+TEST_CASE("run: the flat devices are released after the build only for a transient that reads none of them") {
+  const std::string devices = R"(
+devices:
+  - {name: v1, type: v, nodes: [a, 0], dc: 1}
+  - {name: r1, type: r, nodes: [a, b], r: 1k}
+  - {name: c1, type: c, nodes: [b, 0], c: 1n}
+)";
+  auto releases = [&](const std::string& rest) { return releases_devices(elaborate_yaml(devices + rest)); };
+  CHECK(releases("analyses: [{type: tran, tstep: 1u, tstop: 10u}]\n"));
+  CHECK(releases("analyses: [{type: op}, {type: tran, tstep: 1u, tstop: 10u}]\n"));
+  CHECK_FALSE(releases("analyses: [{type: op}]\n"));  // an op's peak is past by then: not worth the freeing
+  CHECK_FALSE(releases("analyses: [{type: tran, tstep: 1u, tstop: 10u, power: true}]\n"));
+  CHECK_FALSE(releases("options: {power: true}\nanalyses: [{type: tran, tstep: 1u, tstop: 10u}]\n"));
+  CHECK_FALSE(releases("analyses: [{type: dc, source: v1, start: 0, stop: 1, step: 0.5}, "
+                       "{type: tran, tstep: 1u, tstop: 10u}]\n"));
+  CHECK_FALSE(releases("outputs: ['@r1[r]']\nanalyses: [{type: tran, tstep: 1u, tstop: 10u}]\n"));
+  // released, the run gives what it gives with them kept
+  FlatNetlist fn = elaborate_yaml(devices + "analyses: [{type: tran, tstep: 1u, tstop: 10u}]\n");
+  const FlatNetlist kept = fn;
+  RunResults a, b;
+  REQUIRE(simulate(fn, builtin_catalog(), a, nullptr, nullptr, &fn.devices).ok());
+  CHECK(fn.devices.empty());
+  REQUIRE(simulate(kept, builtin_catalog(), b).ok());
+  CHECK(signal(a, 0, "v(b)").re == signal(b, 0, "v(b)").re);
+}
