@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <omp.h>
 
 namespace anasim {
 
@@ -270,8 +271,36 @@ bool NodalPcg::factor(const double* Ax) {
   return true;
 }
 
+namespace {
+
+// The vector kernels below run on the OpenMP threads from kParallelMin unknowns (when not already inside a parallel
+// region). Dot products sum fixed blocks of kBlock entries and then the blocks in order, so that the iterates, and
+// the number of steps, do not depend on the number of threads.
+constexpr int kParallelMin = 50000;
+constexpr int kBlock = 4096;
+
+bool parallel(int m) { return m >= kParallelMin && !omp_in_parallel() && omp_get_max_threads() > 1; }
+
+double dot(const std::vector<double>& a, const std::vector<double>& b, std::vector<double>& part) {
+  const int m = static_cast<int>(a.size()), nb = (m + kBlock - 1) / kBlock;
+  part.resize(nb);
+#pragma omp parallel for schedule(static) if (parallel(m))
+  for (int k = 0; k < nb; ++k) {
+    double s = 0.0;
+    const int end = std::min(m, (k + 1) * kBlock);
+    for (int i = k * kBlock; i < end; ++i) s += a[i] * b[i];
+    part[k] = s;
+  }
+  double s = 0.0;
+  for (double v : part) s += v;
+  return s;
+}
+
+}  // namespace
+
 void NodalPcg::spmv(const double* y, double* out) const {
   const int m = static_cast<int>(keep_.size());
+#pragma omp parallel for schedule(static) if (parallel(m))
   for (int i = 0; i < m; ++i) {
     double s = 0.0;
     for (int q = Mp_[i]; q < Mp_[i + 1]; ++q) s += Mx_[q] * y[Mj_[q]];
@@ -310,6 +339,7 @@ bool NodalPcg::solve(double* b) {
   auto residual = [&](double& scale) {
     scale = 0.0;
     double rmax = 0.0;
+#pragma omp parallel for schedule(static) reduction(max : scale, rmax) if (parallel(m))
     for (int i = 0; i < m; ++i) {
       double s = 0.0, a = std::abs(c_[i]);
       for (int q = Mp_[i]; q < Mp_[i + 1]; ++q) {
@@ -340,12 +370,10 @@ bool NodalPcg::solve(double* b) {
     // (Re)start from the true residual.
     precondition(r_.data(), z_.data());
     std::copy(z_.begin(), z_.end(), p_.begin());
-    double rz = 0.0;
-    for (int i = 0; i < m; ++i) rz += r_[i] * z_[i];
+    double rz = dot(r_, z_, part_);
     for (;;) {
       spmv(p_.data(), q_.data());
-      double pq = 0.0;
-      for (int i = 0; i < m; ++i) pq += p_[i] * q_[i];
+      const double pq = dot(p_, q_, part_);
       if (!(pq > 0.0) || !std::isfinite(rz)) {
         last_its_ = its;
         total_its_ += its;
@@ -353,6 +381,7 @@ bool NodalPcg::solve(double* b) {
       }
       const double alpha = rz / pq;
       rmax = 0.0;
+#pragma omp parallel for schedule(static) reduction(max : rmax) if (parallel(m))
       for (int i = 0; i < m; ++i) {
         y[i] += alpha * p_[i];
         r_[i] -= alpha * q_[i];
@@ -371,10 +400,10 @@ bool NodalPcg::solve(double* b) {
         return false;
       }
       precondition(r_.data(), z_.data());
-      double rz1 = 0.0;
-      for (int i = 0; i < m; ++i) rz1 += r_[i] * z_[i];
+      const double rz1 = dot(r_, z_, part_);
       const double beta = rz1 / rz;
       rz = rz1;
+#pragma omp parallel for schedule(static) if (parallel(m))
       for (int i = 0; i < m; ++i) p_[i] = z_[i] + beta * p_[i];
     }
     rmax = residual(scale);
@@ -413,7 +442,7 @@ double NodalPcg::bytes() const {
   auto v = [](const auto& x) { return static_cast<double>(x.capacity() * sizeof(x[0])); };
   return v(elim_) + v(refs_) + v(arow_) + v(keep_) + v(red_) + v(Mp_) + v(Mj_) + v(Mt_) + v(Mdiag_) + v(gather_) +
          v(Mx_) + v(ka_) + v(kc_) + v(ak_) + v(ra_) + v(arow_x_) + v(ord_) + v(par_) + v(l_) + v(dinv_) + v(y_) +
-         v(c_) + v(r_) + v(z_) + v(p_) + v(q_);
+         v(c_) + v(r_) + v(z_) + v(p_) + v(q_) + v(part_);
 }
 
 }  // namespace anasim

@@ -18,6 +18,11 @@
 // needs a few dozen steps where a factorization fills in: the 784x128 deck of bench/gen_crossbar.py (200,832
 // reduced unknowns) 16 steps, 0.06 s, against KLU's 0.97 s on two threads.
 //
+// From 50,000 reduced unknowns the products, dot products and updates of a solve run on the OpenMP threads (the
+// forest's substitutions stay on one), with dot products summed in fixed blocks: the same iterates on any number
+// of threads. Measured (2 threads against 1): 1024x1024 crossbar op phase 3.1 -> 2.6 s, the 256x256 crossbar
+// transient 22.2 -> 17.2 s.
+//
 // A solve stops when the true residual of M y = c is within kTolerance of |c| + |M| |y| (normwise, the
 // backward error of a direct solve), or gives up (returns false, b unchanged) when its convergence rate says it
 // will not get there within kMaxIterations: the caller then factors the matrix.
@@ -85,7 +90,7 @@ class NodalPcg {
   std::vector<int> ord_, par_;
   std::vector<double> l_, dinv_;
   // Solution of the last solve (the next one's start), work vectors.
-  std::vector<double> y_, c_, r_, z_, p_, q_;
+  std::vector<double> y_, c_, r_, z_, p_, q_, part_;
   bool have_start_ = false;
   int last_its_ = 0;
   long total_its_ = 0;

@@ -4,6 +4,7 @@
 // grid with almost no tie to ground), each handed to the direct solver by SparseLU with the same answer.
 #include <doctest/doctest.h>
 #include <cmath>
+#include <omp.h>
 #include <vector>
 #include <Eigen/Sparse>
 #include "engine/nodal_pcg.hpp"
@@ -207,4 +208,26 @@ TEST_CASE("nodal PCG through SparseLU: a grid it converges on too slowly is hand
   // a sibling (the transient's next cache slot) does not try again
   auto sib = lu.sibling();
   CHECK(sib->solver() != LinearSolver::Pcg);
+}
+
+TEST_CASE("nodal PCG: the same iterates on one thread and on two (a system large enough for both)") {
+  std::vector<double> b;
+  const Csc A = crossbar_mna(220, 120, b);  // 52,800 crossbar nodes: the vector kernels run on the threads
+  const int n = A.rows();
+  std::vector<std::vector<double>> x;
+  std::vector<int> steps;
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    NodalPcg cg;
+    REQUIRE(cg.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+    REQUIRE(cg.factor(A.valuePtr()));
+    x.push_back(b);
+    REQUIRE(cg.solve(x.back().data()));
+    steps.push_back(cg.last_iterations());
+  }
+  omp_set_num_threads(before);
+  CHECK(steps[0] == steps[1]);
+  CHECK(x[0] == x[1]);  // bit for bit
+  CHECK(max_diff(x[0], klu_solution(A, b), 0, 2 * 220 * 120) < 1e-11);
 }
