@@ -319,7 +319,7 @@ void NodalPcg::precondition(const double* r, double* z) const {
   }
 }
 
-bool NodalPcg::solve(double* b) {
+bool NodalPcg::solve(double* b, const double* start) {
   const int m = static_cast<int>(keep_.size());
   const size_t ne = elim_.size();
   c_.resize(m);
@@ -328,7 +328,11 @@ bool NodalPcg::solve(double* b) {
   p_.resize(m);
   q_.resize(m);
   std::vector<double> y(m, 0.0);
-  if (have_start_) y = y_;
+  const bool started = start || have_start_;
+  if (start)
+    for (int i = 0; i < m; ++i) y[i] = start[keep_[i]];
+  else if (have_start_)
+    y = y_;
   for (int i = 0; i < m; ++i) c_[i] = b[keep_[i]];
   for (size_t s = 0; s < ne; ++s) {
     const Elimination& e = elim_[s];
@@ -355,7 +359,7 @@ bool NodalPcg::solve(double* b) {
   };
   double scale = 0.0;
   double rmax = residual(scale);
-  if (have_start_) {  // the last solution is a start only if it beats zero (not for a refinement's correction)
+  if (started) {  // a start only if it beats zero (not for a refinement's correction)
     double cmax = 0.0;
     for (int i = 0; i < m; ++i) cmax = std::max(cmax, std::abs(c_[i]));
     if (!(rmax < cmax)) {

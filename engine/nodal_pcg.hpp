@@ -42,10 +42,10 @@ class NodalPcg {
   // Reduces values Ax (size nnz), checks that M is symmetric and diagonally dominant, and factors the
   // preconditioner. false if not (or if a pivot of an elimination or of P is zero: M singular).
   bool factor(const double* Ax);
-  // Solves A x = b in place (b size n), starting from the last solution where that is closer than zero (a Newton
-  // iteration's or a time step's system; not an iterative refinement's correction). false if it gave up; b is
-  // then unchanged.
-  bool solve(double* b);
+  // Solves A x = b in place (b size n), starting from `start` (size n; the caller's last iterate, e.g. the previous
+  // time point's solution) or, without one, from the last solution; either only where it is closer than zero (not
+  // for an iterative refinement's correction). false if it gave up; b is then unchanged.
+  bool solve(double* b, const double* start = nullptr);
   // Steps of the last solve() and of all solves.
   int last_iterations() const { return last_its_; }
   long iterations() const { return total_its_; }

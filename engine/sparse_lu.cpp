@@ -743,11 +743,11 @@ bool SparseLU<T>::factor(const T* Ax) {
 }
 
 template <class T>
-void SparseLU<T>::solve(T* b) {
+void SparseLU<T>::solve(T* b, const T* start) {
   ++n_solve_;
   if constexpr (std::is_same_v<T, double>) {
     if (pcg_) {
-      if (pcg_->solve(b)) return;
+      if (pcg_->solve(b, start)) return;
       // They gave up: the direct solver, for good.
       cg_its_ += pcg_->iterations();
       pcg_.reset();

@@ -173,8 +173,9 @@ class SparseLU {
   // apply to these values, the direct solver from here on.
   bool factor(const T* Ax);
   // Solves A x = b in place (b size n). Conjugate gradients that give up hand the system to the direct solver for
-  // good (factored from the copy of the values); should that find it singular, b is set to NaN.
-  void solve(T* b);
+  // good (factored from the copy of the values); should that find it singular, b is set to NaN. `start` (optional,
+  // size n): where conjugate gradients start (NodalPcg::solve); the direct solvers ignore it.
+  void solve(T* b, const T* start = nullptr);
   int singular_unknown() const { return whole_.singular_unknown(); }
   // Factorizations so far: KLU calls on the whole matrix plus two-half factorizations (one each), plus
   // UMFPACK numeric factorizations, plus the conjugate gradients' preconditioner factorizations.
