@@ -12,6 +12,13 @@ bool NodalPcg::analyze(int n, const int* Ap, const int* Ai) {
   n_ = n;
   Ap_ = Ap;
   Ai_ = Ai;
+  return n > 0;
+}
+
+bool NodalPcg::build(const double* Ax) {
+  const int n = n_;
+  const int* Ap = Ap_;
+  const int* Ai = Ai_;
   const int nnz = Ap[n];
   // Row-wise view of the pattern: row i's (column, CSC position) pairs, columns ascending.
   std::vector<int> rp(n + 1, 0), rj(nnz), rq(nnz);
@@ -27,34 +34,45 @@ bool NodalPcg::analyze(int n, const int* Ap, const int* Ai) {
       }
   }
 
-  // Candidate eliminations: row k holds x_a (and x_c), column k only row a. Roles: 1 = k, 2 = a.
-  std::vector<char> role(n, 0);
+  // Candidate eliminations: row k holds x_a (and x_c); column k holds row a only (a grounded source), or rows a and
+  // c (a floating one). Roles: 1 = k, 2 = a. Grounded sources first; then each floating one eliminates whichever
+  // of its nodes no elimination so far depends on (is_c), keeping the other.
+  std::vector<char> role(n, 0), is_c(n, 0);
   std::vector<Elimination> cand;
-  for (int k = 0; k < n; ++k) {
-    // Column k: row a, and the diagonal if the pattern holds it (it must be zero then, factor() checks).
-    int a = -1, p_ak = -1, p_kk = -1, others = 0;
-    for (int p = Ap[k]; p < Ap[k + 1]; ++p) {
-      if (Ai[p] == k) p_kk = p;
-      else {
-        a = Ai[p];
-        p_ak = p;
-        ++others;
+  for (int pass = 1; pass <= 2; ++pass)
+    for (int k = 0; k < n; ++k) {
+      // Column k: rows other than k (the diagonal, if the pattern holds it, must be zero).
+      int rows[2] = {-1, -1}, prow[2] = {-1, -1}, p_kk = -1, others = 0;
+      for (int p = Ap[k]; p < Ap[k + 1]; ++p) {
+        if (Ai[p] == k) p_kk = p;
+        else if (others++ < 2) {
+          rows[others - 1] = Ai[p];
+          prow[others - 1] = p;
+        }
+      }
+      if (others != pass || role[k] || rp[k + 1] - rp[k] > 2 + (p_kk >= 0) || (p_kk >= 0 && Ax[p_kk] != 0.0))
+        continue;
+      for (int side = 0; side < pass; ++side) {  // which node is a
+        const int a = rows[side];
+        if (role[a] || (pass == 2 && is_c[a])) continue;
+        Elimination e{k, a, -1, -1, -1, prow[side], p_kk, -1, 0, 0, 0, 0};
+        for (int t = rp[k]; t < rp[k + 1]; ++t) {
+          if (rj[t] == a) e.p_ka = rq[t];
+          else if (rj[t] != k) {
+            e.c = rj[t];
+            e.p_kc = rq[t];
+          }
+        }
+        if (e.p_ka < 0 || (pass == 2 && (e.c != rows[1 - side] || role[e.c]))) continue;
+        for (int p = Ap[a]; p < Ap[a + 1]; ++p)
+          if (Ai[p] == a) e.p_aa = p;
+        role[k] = 1;
+        role[a] = 2;
+        if (e.c >= 0) is_c[e.c] = 1;
+        cand.push_back(e);
+        break;
       }
     }
-    if (others != 1 || role[k] || role[a] || rp[k + 1] - rp[k] > 2 + (p_kk >= 0)) continue;
-    Elimination e{k, a, -1, -1, -1, p_ak, p_kk, 0, 0, 0, 0};
-    for (int t = rp[k]; t < rp[k + 1]; ++t) {
-      if (rj[t] == a) e.p_ka = rq[t];
-      else if (rj[t] != k) {
-        e.c = rj[t];
-        e.p_kc = rq[t];
-      }
-    }
-    if (e.p_ka < 0) continue;
-    role[k] = 1;
-    role[a] = 2;
-    cand.push_back(e);
-  }
   // An elimination whose x_c is itself eliminated is dropped (roles only clear here, so the kept ones stay valid).
   for (const Elimination& e : cand) {
     if (e.c >= 0 && role[e.c]) {
@@ -72,31 +90,60 @@ bool NodalPcg::analyze(int n, const int* Ap, const int* Ai) {
   const int m = static_cast<int>(keep_.size());
   if (m == 0) return false;
 
-  // The other rows that hold x_a (in the reduced system), and row a's entries.
-  std::vector<int> fill_cnt(m + 1, 0);  // fill entries per reduced row
+  // The other rows that hold x_a or x_k (in the reduced system), row a's entries, and the fill: row r's update
+  // -(alpha_r A_kj + beta_r A_aj) reaches column c (from row k) and, where beta_r != 0 (row c of a floating
+  // source), row a's columns.
+  struct FillAt {
+    int r, j;  // reduced row and column
+    int f;     // index in fill_
+  };
+  std::vector<FillAt> at;
+  std::vector<int> ref_of(m, -1);
   for (Elimination& e : elim_) {
     e.rows0 = static_cast<int>(refs_.size());
     for (int p = Ap_[e.a]; p < Ap_[e.a + 1]; ++p) {
       const int r = red_[Ai[p]];
       if (r < 0) continue;
+      ref_of[r] = static_cast<int>(refs_.size());
       refs_.push_back({r, p, -1});
-      if (e.c >= 0) ++fill_cnt[r + 1];
+    }
+    for (int p = Ap_[e.k]; p < Ap_[e.k + 1]; ++p) {
+      const int r = red_[Ai[p]];
+      if (r < 0) continue;
+      if (ref_of[r] < e.rows0) {
+        ref_of[r] = static_cast<int>(refs_.size());
+        refs_.push_back({r, -1, p});
+      } else {
+        refs_[ref_of[r]].p_rk = p;
+      }
     }
     e.rows1 = static_cast<int>(refs_.size());
     e.arow0 = static_cast<int>(arow_.size());
     for (int t = rp[e.a]; t < rp[e.a + 1]; ++t)
       if (rj[t] != e.k) arow_.push_back({rq[t], rj[t]});
     e.arow1 = static_cast<int>(arow_.size());
+    for (int t = e.rows0; t < e.rows1; ++t) {
+      const RowRef& ref = refs_[t];
+      if (e.c >= 0) {
+        at.push_back({ref.r, red_[e.c], static_cast<int>(fill_.size())});
+        fill_.push_back({-1, t, e.p_kc, false});
+      }
+      if (ref.p_rk >= 0)
+        for (int x = e.arow0; x < e.arow1; ++x)
+          if (red_[arow_[x].second] >= 0) {
+            at.push_back({ref.r, red_[arow_[x].second], static_cast<int>(fill_.size())});
+            fill_.push_back({-1, t, arow_[x].first, true});
+          }
+    }
   }
-  // Fill entries by row: (column, index in refs_).
+  // Fill entries by row.
+  std::vector<int> fill_cnt(m + 1, 0);
+  for (const FillAt& x : at) ++fill_cnt[x.r + 1];
   for (int i = 0; i < m; ++i) fill_cnt[i + 1] += fill_cnt[i];
-  std::vector<std::pair<int, int>> fill(fill_cnt[m]);
+  std::vector<FillAt> fill(at.size());
   {
     std::vector<int> next(fill_cnt.begin(), fill_cnt.end() - 1);
-    for (const Elimination& e : elim_) {
-      if (e.c < 0) continue;
-      for (int t = e.rows0; t < e.rows1; ++t) fill[next[refs_[t].r]++] = {red_[e.c], t};
-    }
+    for (const FillAt& x : at) fill[next[x.r]++] = x;
   }
 
   // M's pattern, row by row with columns ascending; the value recipe.
@@ -108,7 +155,7 @@ bool NodalPcg::analyze(int n, const int* Ap, const int* Ai) {
     cols.clear();
     for (int t = rp[u]; t < rp[u + 1]; ++t)
       if (red_[rj[t]] >= 0) cols.push_back(red_[rj[t]]);
-    for (int f = fill_cnt[i]; f < fill_cnt[i + 1]; ++f) cols.push_back(fill[f].first);
+    for (int f = fill_cnt[i]; f < fill_cnt[i + 1]; ++f) cols.push_back(fill[f].j);
     std::sort(cols.begin(), cols.end());
     cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
     for (int j : cols) {
@@ -119,7 +166,7 @@ bool NodalPcg::analyze(int n, const int* Ap, const int* Ai) {
     Mp_[i + 1] = static_cast<int>(Mj_.size());
     for (int t = rp[u]; t < rp[u + 1]; ++t)
       if (red_[rj[t]] >= 0) gather_.push_back({rq[t], col_q[red_[rj[t]]]});
-    for (int f = fill_cnt[i]; f < fill_cnt[i + 1]; ++f) refs_[fill[f].second].q = col_q[fill[f].first];
+    for (int f = fill_cnt[i]; f < fill_cnt[i + 1]; ++f) fill_[fill[f].f].q = col_q[fill[f].j];
     if (Mdiag_[i] < 0) return false;  // no diagonal: never dominant
   }
   // Each entry's transpose (rows ascending meet each row's columns ascending), or not structurally symmetric.
@@ -139,6 +186,10 @@ bool NodalPcg::analyze(int n, const int* Ap, const int* Ai) {
 }
 
 bool NodalPcg::factor(const double* Ax) {
+  if (!built_) {
+    if (!build(Ax)) return false;
+    built_ = true;
+  }
   const int m = static_cast<int>(keep_.size());
   const size_t ne = elim_.size();
   Mx_.assign(Mj_.size(), 0.0);
@@ -146,7 +197,8 @@ bool NodalPcg::factor(const double* Ax) {
   ka_.resize(ne);
   kc_.resize(ne);
   ak_.resize(ne);
-  ra_.resize(refs_.size());
+  alpha_.resize(refs_.size());
+  beta_.resize(refs_.size());
   for (size_t s = 0; s < ne; ++s) {
     const Elimination& e = elim_[s];
     ka_[s] = Ax[e.p_ka];
@@ -155,11 +207,15 @@ bool NodalPcg::factor(const double* Ax) {
     if (ka_[s] == 0.0 || ak_[s] == 0.0 || !std::isfinite(ka_[s]) || !std::isfinite(ak_[s]) ||
         (e.p_kk >= 0 && Ax[e.p_kk] != 0.0))
       return false;
+    // [A_ra, A_rk] times the inverse of the pivot block [[A_ka, 0], [A_aa, A_ak]] (rows k, a; columns a, k)
+    const double aa = e.p_aa >= 0 ? Ax[e.p_aa] : 0.0;
     for (int t = e.rows0; t < e.rows1; ++t) {
-      ra_[t] = Ax[refs_[t].p_ra];
-      if (refs_[t].q >= 0) Mx_[refs_[t].q] -= ra_[t] * kc_[s] / ka_[s];
+      const double ra = refs_[t].p_ra >= 0 ? Ax[refs_[t].p_ra] : 0.0, rk = refs_[t].p_rk >= 0 ? Ax[refs_[t].p_rk] : 0.0;
+      alpha_[t] = ra / ka_[s] - rk * aa / (ka_[s] * ak_[s]);
+      beta_[t] = rk / ak_[s];
     }
   }
+  for (const Fill& f : fill_) Mx_[f.q] -= (f.from_a ? beta_[f.t] : alpha_[f.t]) * Ax[f.p];
   arow_x_.resize(arow_.size());
   for (size_t t = 0; t < arow_.size(); ++t) arow_x_[t] = Ax[arow_[t].first];
 
@@ -336,8 +392,7 @@ bool NodalPcg::solve(double* b, const double* start) {
   for (int i = 0; i < m; ++i) c_[i] = b[keep_[i]];
   for (size_t s = 0; s < ne; ++s) {
     const Elimination& e = elim_[s];
-    const double xa0 = b[e.k] / ka_[s];  // x_a's part fixed by the source
-    for (int t = e.rows0; t < e.rows1; ++t) c_[refs_[t].r] -= ra_[t] * xa0;
+    for (int t = e.rows0; t < e.rows1; ++t) c_[refs_[t].r] -= alpha_[t] * b[e.k] + beta_[t] * b[e.a];
   }
   // True residual r = c - M y and the scale of the backward error, max_i |c_i| + (|M| |y|)_i.
   auto residual = [&](double& scale) {
@@ -445,7 +500,7 @@ bool NodalPcg::solve(double* b, const double* start) {
 double NodalPcg::bytes() const {
   auto v = [](const auto& x) { return static_cast<double>(x.capacity() * sizeof(x[0])); };
   return v(elim_) + v(refs_) + v(arow_) + v(keep_) + v(red_) + v(Mp_) + v(Mj_) + v(Mt_) + v(Mdiag_) + v(gather_) +
-         v(Mx_) + v(ka_) + v(kc_) + v(ak_) + v(ra_) + v(arow_x_) + v(ord_) + v(par_) + v(l_) + v(dinv_) + v(y_) +
+         v(Mx_) + v(ka_) + v(kc_) + v(ak_) + v(alpha_) + v(beta_) + v(fill_) + v(arow_x_) + v(ord_) + v(par_) + v(l_) + v(dinv_) + v(y_) +
          v(c_) + v(r_) + v(z_) + v(p_) + v(q_) + v(part_);
 }
 

@@ -29,9 +29,10 @@ void stamp_g(Trips& t, int a, int b, double g) {
 // at every row input, a VCVS (gain 1e5, inverting) with a 1 kohm feedback resistor at every column. Half the
 // branch rows hold an explicit zero diagonal. Unknowns: 2RC crossbar nodes, R inputs, C virtual grounds, C
 // outputs, R + C branch currents. b receives the sources.
-Csc crossbar_mna(int R, int C, std::vector<double>& b) {
+Csc crossbar_mna(int R, int C, std::vector<double>& b, bool ammeters = false) {
   Trips t;
-  const int rn = 0, cn = R * C, in = 2 * R * C, nn = in + R, on = nn + C, bv = on + C, be = bv + R, n = be + C;
+  const int rn = 0, cn = R * C, in = 2 * R * C, nn = in + R, on = nn + C, bv = on + C, be = bv + R, am = be + C;
+  const int sn = am + (ammeters ? C : 0), n = sn + (ammeters ? C : 0);
   b.assign(n, 0.0);
   auto cell = [&](int i, int j) { return 1e-5 * (1.0 + 9.0 * std::fabs(std::sin(0.37 * i + 1.3 * j))); };
   for (int i = 0; i < R; ++i) {
@@ -39,7 +40,8 @@ Csc crossbar_mna(int R, int C, std::vector<double>& b) {
     for (int j = 0; j < C; ++j) {
       if (j + 1 < C) stamp_g(t, rn + i * C + j, rn + i * C + j + 1, 1.0);
       stamp_g(t, rn + i * C + j, cn + i * C + j, cell(i, j));
-      stamp_g(t, cn + i * C + j, i + 1 < R ? cn + (i + 1) * C + j : nn + j, 1.0);
+      // (with ammeters, the last segment ends at s_j, and a 0 V source from s_j to n_j measures the column)
+      stamp_g(t, cn + i * C + j, i + 1 < R ? cn + (i + 1) * C + j : ammeters ? sn + j : nn + j, 1.0);
     }
     t.emplace_back(bv + i, in + i, 1.0);
     t.emplace_back(in + i, bv + i, 1.0);
@@ -52,6 +54,13 @@ Csc crossbar_mna(int R, int C, std::vector<double>& b) {
     t.emplace_back(be + j, nn + j, 1e5);
     t.emplace_back(on + j, be + j, 1.0);
     if (j % 2) t.emplace_back(be + j, be + j, 0.0);
+    if (ammeters) {  // branch am+j: v(s_j) - v(n_j) = 0, its current leaves s_j and enters n_j
+      t.emplace_back(am + j, sn + j, 1.0);
+      t.emplace_back(am + j, nn + j, -1.0);
+      t.emplace_back(sn + j, am + j, 1.0);
+      t.emplace_back(nn + j, am + j, -1.0);
+      t.emplace_back(am + j, am + j, 0.0);
+    }
   }
   Csc A(n, n);
   A.setFromTriplets(t.begin(), t.end());
@@ -89,8 +98,8 @@ TEST_CASE("nodal PCG: a crossbar's MNA system equals KLU's solution, sources and
 
   NodalPcg cg;
   REQUIRE(cg.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
-  CHECK(cg.reduced_size() == n - 2 * (R + C));  // every source's node and branch current left the system
   REQUIRE(cg.factor(A.valuePtr()));
+  CHECK(cg.reduced_size() == n - 2 * (R + C));  // every source's node and branch current left the system
   std::vector<double> x = b;
   REQUIRE(cg.solve(x.data()));
   MESSAGE("steps: " << cg.last_iterations());
@@ -230,4 +239,50 @@ TEST_CASE("nodal PCG: the same iterates on one thread and on two (a system large
   CHECK(steps[0] == steps[1]);
   CHECK(x[0] == x[1]);  // bit for bit
   CHECK(max_diff(x[0], klu_solution(A, b), 0, 2 * 220 * 120) < 1e-11);
+}
+
+TEST_CASE("nodal PCG: floating sources (0 V ammeters between a column and its read-out) merge their two nodes") {
+  const int R = 30, C = 10;
+  std::vector<double> b;
+  const Csc A = crossbar_mna(R, C, b, true);
+  const int n = A.rows();
+  const std::vector<double> ref = klu_solution(A, b);
+  NodalPcg cg;
+  REQUIRE(cg.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+  REQUIRE(cg.factor(A.valuePtr()));
+  CHECK(cg.reduced_size() == n - 2 * (R + 2 * C));  // the ammeters' branches and one node each left too
+  std::vector<double> x = b;
+  REQUIRE(cg.solve(x.data()));
+  CHECK(max_diff(x, ref, 0, n) < 1e-11);
+  const int am = 2 * R * C + R + 2 * C + R + C;  // the ammeters' currents: the column currents
+  CHECK(max_diff(x, ref, am, am + C) < 1e-11);
+  CHECK(x[am] > 0);
+}
+
+TEST_CASE("nodal PCG: a node with one or two neighbours and a nonzero diagonal is not taken for a branch row") {
+  // an RC ladder's pattern: the last node has one neighbour and a capacitor's companion to ground, the others two;
+  // a grounded source drives the first
+  const int N = 3000, n = N + 1;
+  Trips t;
+  t.emplace_back(N, 0, 1.0);  // branch N: v(0) = 1
+  t.emplace_back(0, N, 1.0);
+  t.emplace_back(N, N, 0.0);
+  for (int i = 0; i + 1 < N; ++i) stamp_g(t, i, i + 1, 1e-3);
+  for (int i = 1; i < N; ++i) t.emplace_back(i, i, 1e-6);  // C / h
+  Csc A(n, n);
+  A.setFromTriplets(t.begin(), t.end());
+  A.makeCompressed();
+  std::vector<double> b(n, 0.0);
+  b[N] = 1.0;
+  for (int i = 1; i < N; ++i) b[i] = 1e-6 * 0.5;  // the charges' history
+  SparseLU<double> lu;
+  lu.set_solver(LinearSolver::Pcg);
+  REQUIRE(lu.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
+  REQUIRE(lu.factor(A.valuePtr()));
+  CHECK(lu.solver() == LinearSolver::Pcg);
+  std::vector<double> x = b;
+  lu.solve(x.data());
+  CHECK(lu.cg_iterations() > 0);
+  CHECK(lu.cg_iterations() < 5);  // the chain is its own spanning tree: the preconditioner is exact
+  CHECK(max_diff(x, klu_solution(A, b), 0, n) < 1e-12);
 }
