@@ -181,7 +181,6 @@ bool NodalPcg::build(const double* Ax) {
         Mt_[q] = t;
       }
   }
-  std::sort(gather_.begin(), gather_.end(), [](auto x, auto y) { return x.second < y.second; });
   return true;
 }
 

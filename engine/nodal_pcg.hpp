@@ -95,7 +95,7 @@ class NodalPcg {
   std::vector<int> red_;                   // unknown -> reduced unknown, or -1
   // M in CSR form (symmetric: also CSC), its value recipe and each entry's transposed position.
   std::vector<int> Mp_, Mj_, Mt_, Mdiag_;
-  std::vector<std::pair<int, int>> gather_;  // (CSC position, reduced position)
+  std::vector<std::pair<int, int>> gather_;  // (CSC position, reduced position), reduced positions ascending
   std::vector<double> Mx_;
   // Copies of the values that solve() needs.
   std::vector<double> ka_, kc_, ak_, arow_x_;
