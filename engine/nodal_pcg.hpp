@@ -19,7 +19,7 @@
 // dominant as M, positive definite whenever M is, and factors as L D L^T with no fill at all (a forest), in
 // O(n). On a crossbar the forest is its wires (conductances 10^3..10^5 above the cells'), and the iteration
 // needs a few dozen steps where a factorization fills in: the 784x128 deck of bench/gen_crossbar.py (200,832
-// reduced unknowns) 16 steps, 0.06 s, against KLU's 0.97 s on two threads.
+// reduced unknowns) 17 steps, 0.06 s, against KLU's 0.97 s on two threads.
 //
 // From 50,000 reduced unknowns the products, dot products and updates of a solve run on the OpenMP threads (the
 // forest's substitutions stay on one), with dot products summed in fixed blocks: the same iterates on any number
