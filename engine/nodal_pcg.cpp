@@ -235,7 +235,10 @@ bool NodalPcg::factor(const double* Ax) {
   }
 
   // Maximum spanning forest of |M_ij| (Kruskal; edges bucketed by binary exponent, largest first).
-  std::vector<int> edges;  // upper-triangle positions q with a nonzero value
+  struct Edge {
+    int i, q;  // row, and upper-triangle position of a nonzero value
+  };
+  std::vector<Edge> edges;
   std::vector<int> bucket_of;
   constexpr int kExp = 2100, kBias = 1075;
   std::vector<int> count(kExp + 1, 0);
@@ -245,14 +248,12 @@ bool NodalPcg::factor(const double* Ax) {
         int ex;
         std::frexp(Mx_[q], &ex);
         const int b = kExp - 1 - (ex + kBias);  // larger exponent, smaller bucket index
-        edges.push_back(q);
+        edges.push_back({i, q});
         bucket_of.push_back(b);
         ++count[b + 1];
       }
   for (int b = 0; b < kExp; ++b) count[b + 1] += count[b];
-  std::vector<int> sorted(edges.size()), row_of(Mj_.size());
-  for (int i = 0; i < m; ++i)
-    for (int q = Mp_[i]; q < Mp_[i + 1]; ++q) row_of[q] = i;
+  std::vector<Edge> sorted(edges.size());
   for (size_t t = 0; t < edges.size(); ++t) sorted[count[bucket_of[t]]++] = edges[t];
   std::vector<int> uf(m), size(m, 1);
   std::iota(uf.begin(), uf.end(), 0);
@@ -260,16 +261,17 @@ bool NodalPcg::factor(const double* Ax) {
     while (uf[x] != x) x = uf[x] = uf[uf[x]];
     return x;
   };
-  std::vector<int> fp(m + 1, 0), tree;  // forest edges (positions q)
-  for (int q : sorted) {
-    int a = find(row_of[q]), b = find(Mj_[q]);
+  std::vector<int> fp(m + 1, 0);
+  std::vector<Edge> tree;
+  for (const Edge& e : sorted) {
+    int a = find(e.i), b = find(Mj_[e.q]);
     if (a == b) continue;
     if (size[a] < size[b]) std::swap(a, b);
     uf[b] = a;
     size[a] += size[b];
-    tree.push_back(q);
-    ++fp[row_of[q] + 1];
-    ++fp[Mj_[q] + 1];
+    tree.push_back(e);
+    ++fp[e.i + 1];
+    ++fp[Mj_[e.q] + 1];
   }
   // Every component needs a strictly dominant row, or M is singular there (or may be): the caller factors it.
   std::vector<char> grounded(m, 0);
@@ -282,9 +284,9 @@ bool NodalPcg::factor(const double* Ax) {
   std::vector<std::pair<int, double>> adj(fp[m]);
   {
     std::vector<int> next(fp.begin(), fp.end() - 1);
-    for (int q : tree) {
-      adj[next[row_of[q]]++] = {Mj_[q], Mx_[q]};
-      adj[next[Mj_[q]]++] = {row_of[q], Mx_[q]};
+    for (const Edge& e : tree) {
+      adj[next[e.i]++] = {Mj_[e.q], Mx_[e.q]};
+      adj[next[Mj_[e.q]]++] = {e.i, Mx_[e.q]};
     }
   }
   ord_.clear();

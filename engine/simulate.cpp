@@ -1,5 +1,6 @@
 // parse -> elaborate -> build -> analyses (see simulate.hpp).
 #include "engine/simulate.hpp"
+#include <algorithm>
 #include <chrono>
 #include <malloc.h>
 #include <fmt/format.h>
@@ -9,16 +10,18 @@
 
 namespace anasim {
 
+bool has_transient(const FlatNetlist& fn) {
+  return std::any_of(fn.analyses.begin(), fn.analyses.end(),
+                     [](const Analysis& a) { return a.kind == AnalysisSpec::Kind::Tran; });
+}
+
 bool releases_devices(const FlatNetlist& fn) {
-  if (fn.options.power) return false;
+  if (fn.options.power || !has_transient(fn)) return false;
   for (const std::string& o : fn.outputs)
     if (!o.empty() && o[0] == '@') return false;
-  bool tran = false;
-  for (const auto& a : fn.analyses) {
+  for (const auto& a : fn.analyses)
     if (a.power || a.kind == AnalysisSpec::Kind::Dc || a.kind == AnalysisSpec::Kind::Extension) return false;
-    tran = tran || a.kind == AnalysisSpec::Kind::Tran;
-  }
-  return tran;
+  return true;
 }
 
 Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults& out, std::unique_ptr<Circuit>* keep,

@@ -26,6 +26,9 @@ Status simulate(const FlatNetlist& fn, const DeviceCatalog& catalog, RunResults&
                 std::unique_ptr<Circuit>* keep = nullptr, const StreamFactory* stream = nullptr,
                 std::vector<FlatDevice>* release = nullptr);
 
+// Whether fn has a transient analysis.
+bool has_transient(const FlatNetlist& fn);
+
 // Whether simulate() frees fn.devices given as `release`: fn has a transient, and no analysis reads the devices
 // after the circuit is built (power probes or @device[param] outputs read them through the power meter, a .dc
 // sweep its source's type and a temperature sweep's re-elaboration, an extension analysis the netlist).

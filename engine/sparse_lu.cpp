@@ -616,6 +616,16 @@ bool SparseLU<T>::analyze(int n, const int* Ap, const int* Ai) {
 }
 
 template <class T>
+std::vector<double> SparseLU<T>::drop_pcg() {
+  cg_its_ += pcg_->iterations();
+  pcg_.reset();
+  no_pcg_ = true;
+  std::vector<double> A = std::move(pcg_A_);
+  pcg_A_.clear();
+  return A;
+}
+
+template <class T>
 bool SparseLU<T>::analyze_direct() {
   const int n = n_;
   const int* Ap = Ap_;
@@ -710,10 +720,7 @@ bool SparseLU<T>::factor(const T* Ax) {
         ++pcg_factor_;
         return factored_ = true;
       }
-      cg_its_ += pcg_->iterations();
-      pcg_.reset();
-      pcg_A_.clear();
-      no_pcg_ = true;
+      drop_pcg();
       if (!analyze_direct()) return factored_ = false;
     }
   }
@@ -749,11 +756,7 @@ void SparseLU<T>::solve(T* b, const T* start) {
     if (pcg_) {
       if (pcg_->solve(b, start)) return;
       // They gave up: the direct solver, for good.
-      cg_its_ += pcg_->iterations();
-      pcg_.reset();
-      no_pcg_ = true;
-      const std::vector<double> A = std::move(pcg_A_);
-      pcg_A_.clear();
+      const std::vector<double> A = drop_pcg();
       if (!analyze_direct() || !factor(A.data())) {
         std::fill(b, b + n_, std::numeric_limits<double>::quiet_NaN());
         return;

@@ -204,6 +204,9 @@ class SparseLU {
   bool factor_whole(const T* Ax);
   // analyze()'s direct part (KLU, the split or UMFPACK), also run when conjugate gradients stop applying.
   bool analyze_direct();
+  // Conjugate gradients stop applying, here and in siblings: counts their steps, drops them and returns the values
+  // they were factored from.
+  std::vector<double> drop_pcg();
   // Auto's multifrontal choice for (n, Ap, Ai) (or Umfpack's): UMFPACK analyzed into umfpack_, or false (KLU).
   bool analyze_multifrontal(int n, const int* Ap, const int* Ai);
   // The full elimination order from hint_ (the unknowns it leaves out first, by AMD), or empty if the hint
