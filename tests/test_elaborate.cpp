@@ -1,8 +1,11 @@
 // Tests for engine/elaborate.cpp and Circuit::build on large netlists: a flat netlist gives the same devices and
-// the same first error as the same netlist with a subcircuit instance appended; topology errors as in small ones.
+// the same first error as the same netlist with a subcircuit instance appended, and on two threads the same as on
+// one (long runs of devices, Elaborator::flatten_run); topology errors as in small ones.
 #include <doctest/doctest.h>
 #include <cmath>
+#include <omp.h>
 #include <string>
+#include <fmt/format.h>
 #include "devices/registry.hpp"
 #include "devices/resistor.hpp"
 #include "engine/circuit.hpp"
@@ -24,25 +27,23 @@ std::string ladder(int n, const std::string& extra = "") {
   return s + extra + ".op\n.end\n";
 }
 
-// Elaborates text; returns the status (first error, if any).
-Status elab(const std::string& text, FlatNetlist& fn) {
+// Elaborates text with `threads` OpenMP threads allowed (2: long runs of devices on two threads); returns the
+// status (first error, if any).
+Status elab(const std::string& text, FlatNetlist& fn, int threads = 2) {
   ParsedNetlist pn;
   Status st = parse_spice_string(text, "ladder.cir", builtin_catalog(), pn);
   if (!st) return st;
-  return elaborate(pn, builtin_catalog(), fn);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  st = elaborate(pn, builtin_catalog(), fn);
+  omp_set_num_threads(before);
+  return st;
 }
 
-}  // namespace
-
-TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subcircuit instance") {
-  const std::string sub = ".subckt one a\nr1 a 0 1k\n.ends\nxlast n0 one\n";
-  FlatNetlist two, one;
-  REQUIRE(elab(ladder(15000), two).ok());
-  REQUIRE(elab(ladder(15000, sub), one).ok());
-  REQUIRE(two.devices.size() + 1 == one.devices.size());
-  REQUIRE(two.node_names.size() == one.node_names.size());
-  CHECK(two.node_names == one.node_names);
-  for (size_t k = 0; k < two.devices.size(); ++k) {
+// The devices of a and b are the same: names, types, nodes, parameter and model values.
+bool same_devices(const FlatNetlist& two, const FlatNetlist& one) {
+  REQUIRE(two.node_names == one.node_names);
+  for (size_t k = 0; k < two.devices.size() && k < one.devices.size(); ++k) {
     const FlatDevice &a = two.devices[k], &b = one.devices[k];
     bool same = a.name == b.name && a.type == b.type && a.nodes.size() == b.nodes.size() &&
                 a.model_name == b.model_name && a.loc.line == b.loc.line;
@@ -53,21 +54,41 @@ TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subci
       same = a.model.value[i] == b.model.value[i] || (std::isnan(a.model.value[i]) && std::isnan(b.model.value[i]));
     if (!same) {
       FAIL_CHECK("device " << k << " (" << a.name << ") differs");
-      break;
+      return false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subcircuit instance") {
+  const std::string sub = ".subckt one a\nr1 a 0 1k\n.ends\nxlast n0 one\n";
+  FlatNetlist two, one;
+  REQUIRE(elab(ladder(15000), two).ok());
+  REQUIRE(elab(ladder(15000, sub), one).ok());
+  REQUIRE(two.devices.size() + 1 == one.devices.size());
+  CHECK(same_devices(two, one));
+  FlatNetlist seq;  // one thread: device by device
+  REQUIRE(elab(ladder(15000), seq, 1).ok());
+  REQUIRE(seq.devices.size() == two.devices.size());
+  CHECK(same_devices(two, seq));
 
   // The first error in device order wins, whichever half or pass finds it.
   auto first_error = [&](const std::string& extra_early, const std::string& extra_late) {
     std::string text = ladder(15000, extra_late);
     text.insert(text.find("r100 "), extra_early);
-    FlatNetlist fa, fb;
+    FlatNetlist fa, fb, fc;
     Status a = elab(text, fa);
     Status b = elab(text.substr(0, text.find(".op")) + sub + ".op\n.end\n", fb);
+    Status c = elab(text, fc, 1);
     REQUIRE_FALSE(a.ok());
     REQUIRE_FALSE(b.ok());
+    REQUIRE_FALSE(c.ok());
     CHECK(a.errors[0].message == b.errors[0].message);
     CHECK(a.errors[0].loc.line == b.errors[0].loc.line);
+    CHECK(a.errors[0].message == c.errors[0].message);
+    CHECK(a.errors[0].loc.line == c.errors[0].loc.line);
     return a.errors[0].message;
   };
   CHECK(first_error("rbad1 a b -1\n", "rbad2 a b -2\n").find("rbad1") != std::string::npos);  // first half
@@ -87,13 +108,34 @@ TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subci
       return elaborate(pn, builtin_catalog(), fn);
     };
     Status a = with_dup(""), b = with_dup(sub);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    Status c = with_dup("");
+    omp_set_num_threads(before);
     REQUIRE_FALSE(a.ok());
     REQUIRE_FALSE(b.ok());
+    REQUIRE_FALSE(c.ok());
     CHECK(a.errors[0].message == b.errors[0].message);
+    CHECK(a.errors[0].message == c.errors[0].message);
     return a.errors[0].message;
   };
   CHECK(duplicate(false).find("duplicate device name") == 0);
   CHECK(duplicate(true).find("unknown device type 'q'") == 0);
+
+  // Warnings of devices at the front, the middle and the back of a long run come out in netlist order, each once,
+  // on two threads as on one.
+  std::string text = ladder(15000);
+  for (int at : {14000, 7000, 50})
+    text.insert(text.find("r" + std::to_string(at) + " "), fmt::format("rw{0} w{0} 0 1k r=2k\n", at));
+  FlatNetlist wa, wb;
+  const Status a = elab(text, wa), b = elab(text, wb, 1);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a.warnings.size() == 3);
+  CHECK(a.warnings == b.warnings);
+  CHECK(a.warnings[0].find("rw50") != std::string::npos);
+  CHECK(a.warnings[2].find("rw14000") != std::string::npos);
+  CHECK(same_devices(wa, wb));
 }
 
 TEST_CASE("circuit build: a large netlist reports the topology errors of a small one") {
