@@ -36,22 +36,23 @@ struct ModelScope {
 Status apply_tolerances(FlatDevice& fd, const std::vector<ParamAssign>& assigns, const Scope& scope,
                         const Variation* var) {
   for (const auto& pa : assigns) {
-    if (pa.tol.text.empty()) continue;
+    if (!pa.tolerance || pa.tolerance->tol.text.empty()) continue;
+    const ValueExpr& tv = pa.tolerance->tol;
     const int i = fd.params.index_of(pa.name);
     if (i < 0 || fd.type->params[i].kind != ParamKind::Real)
       return Status::input(fmt::format("parameter '{}' of {} '{}' cannot take a tolerance", pa.name,
-                                       fd.type->long_name, fd.name), pa.tol.loc);
-    std::string text = pa.tol.text;
+                                       fd.type->long_name, fd.name), tv.loc);
+    std::string text = tv.text;
     const bool relative = !text.empty() && text.back() == '%';
     if (relative) text.pop_back();
     double tol;
-    if (Status st = evaluate_expr(text, pa.tol.loc, scope, tol); !st) return st;
+    if (Status st = evaluate_expr(text, tv.loc, scope, tol); !st) return st;
     if (relative) tol /= 100.0;
-    if (!(tol >= 0)) return Status::input(fmt::format("tolerance must be >= 0, got {}", pa.tol.text), pa.tol.loc);
+    if (!(tol >= 0)) return Status::input(fmt::format("tolerance must be >= 0, got {}", tv.text), tv.loc);
     if (!var) continue;  // nominal run
     std::mt19937_64 rng(variation_seed(var->seed, var->trial, fd.name, pa.name));
     double z;
-    if (pa.dist == "uniform") z = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+    if (pa.tolerance->dist == "uniform") z = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
     else z = std::normal_distribution<double>(0.0, 1.0)(rng);
     double& v = fd.params.value[i];
     v = relative ? v * (1.0 + tol * z) : v + tol * z;
@@ -59,7 +60,7 @@ Status apply_tolerances(FlatDevice& fd, const std::vector<ParamAssign>& assigns,
     if (v < spec.min || (spec.min_exclusive && v <= spec.min) || v > spec.max)
       return Status::input(fmt::format("trial {}: sampled {} = {} of {} '{}' is outside its range; reduce the "
                                        "tolerance", var->trial, pa.name, v, fd.type->long_name, fd.name),
-                           pa.tol.loc);
+                           tv.loc);
   }
   return {};
 }
@@ -306,8 +307,11 @@ class Elaborator {
   // this one numbers the nodes and enters the names (a run's names are then its instances' names), a second thread
   // fills in the devices from the front, and this one joins it from the back when the names are in, in blocks
   // claimed under a lock. Warnings keep their device order (the back's are collected and added after the front's).
-  // Measured on the 784x128 crossbar deck (302,000 devices, 2 cores): elaboration 0.28 -> 0.20 s.
-  static constexpr size_t kTwoThreadRun = 4096;
+  // Measured (2 cores, whole runs, against one thread): the 784x128 crossbar deck (302,000 devices) 0.81 -> 0.73 s
+  // (elaboration 0.28 -> 0.20 s), 256x64 (50,000) 0.131 -> 0.114 s, a 180x48 deck (26,000) 0.071 -> 0.069 s; 128x32
+  // (12,500) the same time, and a 5,000-device crossbar transient 0.7 MB more memory (the second thread's heap)
+  // for nothing, hence the threshold.
+  static constexpr size_t kTwoThreadRun = 20000;
   template <class MapNode>
   Status flatten_run(const std::vector<DeviceInstance>& devs, size_t i0, size_t i1, const std::string& prefix,
                      const MapNode& map_node, const Scope& scope, const ModelScope& models) {

@@ -132,7 +132,6 @@ bool SpiceParser::node_token(const LLine& L, const Tokens& t, size_t i, DeviceIn
   std::string_view n = tok_text(L, t[i]);
   if (t[i].grouped) return err(at(L, t[i]), fmt::format("expected a node name, got '{}'", n));
   d.nodes.emplace_back(n);
-  set_at(d.node_locs.emplace_back(), L, t[i].off);
   return true;
 }
 
@@ -151,7 +150,6 @@ bool SpiceParser::typed_device(const LLine& L, const Tokens& t, const DeviceType
                                         "YAML netlists", type.long_name, tok_text(L, t[0])));
   size_t want = type.pins.size();
   d.nodes.reserve(want);
-  d.node_locs.reserve(want);
   for (size_t k = 0; k < want; ++k, ++i) {
     if (!is_word(t, i) || is_named(t, i)) {
       std::string pins;
@@ -381,7 +379,6 @@ bool SpiceParser::subckt_instance(const LLine& L, const Tokens& t, DeviceInstanc
     return err(at_or_end(L, t, i), fmt::format("expected nodes and a subcircuit name for subcircuit instance '{}'",
                                                d.name));
   d.nodes.reserve(bare.size() - 1);
-  d.node_locs.reserve(bare.size() - 1);
   for (size_t k = 0; k + 1 < bare.size(); ++k)
     if (!node_token(L, t, bare[k], d)) return false;
   d.model = tok_text(L, t[bare.back()]);

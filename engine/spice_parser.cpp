@@ -10,6 +10,10 @@
 // The reader is split by topic (engine/spice_reader.hpp lists the files); this file reads files line by line,
 // dispatches each logical line, runs .control scripts' commands and holds the entry points of engine/parse.hpp.
 #include "engine/spice_reader.hpp"
+#include <atomic>
+#include <exception>
+#include <thread>
+#include <omp.h>
 
 namespace anasim {
 namespace spice {
@@ -28,6 +32,7 @@ void SpiceParser::parse_text(const std::string& path, std::string text, bool has
 }
 
 void SpiceParser::finish() {
+  flush();
   for (size_t k = open_subs_.size(); k-- > 0 && !too_many_errors();) {
     const SubcktDef& s = out_.subckts[open_subs_[k]];
     err(s.loc, fmt::format("missing .ends for .subckt '{}'", s.name));
@@ -116,6 +121,10 @@ const DeviceType* SpiceParser::type_of_letter(char c) {
 }
 
 bool SpiceParser::err(const SourceLoc& loc, std::string msg) {
+  if (t_diags_) {  // a queued line read by flush(): kept aside
+    t_diags_->push_back(Diagnostic{t_line_, true, loc, std::move(msg)});
+    return false;
+  }
   if (static_cast<int>(st_.errors.size()) >= kMaxErrors) return false;  // said once, below
   st_.merge(Status::input(std::move(msg), loc));
   if (static_cast<int>(st_.errors.size()) == kMaxErrors)
@@ -124,6 +133,7 @@ bool SpiceParser::err(const SourceLoc& loc, std::string msg) {
 }
 
 bool SpiceParser::process(const LLine& L, int depth, Tokens& t) {
+  if (!queued_.empty() && !queueable(L)) flush();
   // The card name decides whether the rest of the line is tokenized (.include takes a raw file name).
   std::string_view text(L.text);
   size_t b = 0;
@@ -189,10 +199,113 @@ bool SpiceParser::process(const LLine& L, int depth, Tokens& t) {
     dot_card(L, t, card);
     return true;
   }
+  if (queueable(L)) {
+    const SrcFile& f = *L.file;
+    queued_.push_back(Queued{&f, static_cast<size_t>(L.text.data() - f.lower.data()), L.text.size(), L.segs[0].line,
+                             L.segs[0].col, L.end_line, L.end_col});
+    if (queued_.size() >= kBatchLines) flush();
+    return true;
+  }
   if (!tokenize(L, t)) return true;
   if (t.empty()) return true;
   device(L, t);
   return true;
+}
+
+thread_local std::vector<SpiceParser::Diagnostic>* SpiceParser::t_diags_ = nullptr;
+thread_local size_t SpiceParser::t_line_ = 0;
+
+bool SpiceParser::queueable(const LLine& L) const {
+  if (in_control_ || cur_sub_ >= 0 || L.segs.size() != 1 || L.text.data() == L.joined.data() || L.file->has_nul)
+    return false;
+  size_t b = 0;
+  while (b < L.text.size() && is_space(L.text[b])) ++b;
+  return b < L.text.size() && is_alpha(L.text[b]) && L.text[b] != 'x';
+}
+
+void SpiceParser::flush() {
+  if (queued_.empty()) return;
+  const size_t m = queued_.size();
+  std::vector<DeviceInstance>& devices = out_.devices;  // (queued at the top level only)
+  const size_t base = devices.size();
+  devices.resize(base + m);
+  for (int c = 'a'; c <= 'z'; ++c) type_of_letter(static_cast<char>(c));  // the cache filled before threads read it
+  // Reading: each line into its place (ok[k]: a device), in blocks claimed by one or two threads.
+  std::vector<char> ok(m, 0);
+  std::atomic<size_t> next{0};
+  constexpr size_t kBlock = 256;
+  auto read = [&](std::vector<Diagnostic>& diags) {
+    LLine L;
+    L.segs.resize(1);
+    Tokens t;
+    t_diags_ = &diags;
+    for (size_t k0; (k0 = next.fetch_add(kBlock)) < m;)
+      for (size_t k = k0; k < std::min(m, k0 + kBlock); ++k) {
+        const Queued& q = queued_[k];
+        L.file = q.file;
+        L.text = std::string_view(q.file->lower.data() + q.off, q.len);
+        L.segs[0] = LLine::Seg{0, q.line, q.col};
+        L.end_line = q.end_line;
+        L.end_col = q.end_col;
+        t_line_ = k;
+        if (!tokenize(L, t) || t.empty()) continue;
+        if (t[0].kind != Tk::Word) {
+          err(at(L, t[0]), fmt::format("expected a device name or a dot card, got '{}'", tok_text(L, t[0])));
+          continue;
+        }
+        ok[k] = device_fields(L, t, devices[base + k]);
+      }
+    t_diags_ = nullptr;
+  };
+  std::vector<Diagnostic> diags, diags2;
+  if (m >= kTwoThreadLines && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
+    std::exception_ptr error;
+    std::thread worker([&] {
+      try {
+        read(diags2);
+      } catch (...) {
+        error = std::current_exception();
+        next.store(m);
+      }
+    });
+    try {
+      read(diags);
+    } catch (...) {
+      t_diags_ = nullptr;
+      next.store(m);
+      worker.join();
+      throw;
+    }
+    worker.join();
+    if (error) std::rethrow_exception(error);
+    diags.insert(diags.end(), std::make_move_iterator(diags2.begin()), std::make_move_iterator(diags2.end()));
+    std::stable_sort(diags.begin(), diags.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      return a.line < b.line;
+    });
+  } else {
+    read(diags);
+  }
+  // In line order, as device() line by line: the messages, then the duplicate check; a line not read (an error)
+  // or a duplicate leaves no device. Nothing after the error limit (parse_lines stops there).
+  size_t w = 0, d = 0;
+  for (size_t k = 0; k < m && !too_many_errors(); ++k) {
+    for (; d < diags.size() && diags[d].line == k; ++d) {
+      if (diags[d].error) err(diags[d].loc, std::move(diags[d].msg));
+      else warn(diags[d].loc, diags[d].msg);
+    }
+    if (!ok[k]) continue;
+    if (k + 8 < m && ok[k + 8]) top_devices_.prefetch(devices[base + k + 8].name);
+    if (w != k) devices[base + w] = std::move(devices[base + k]);
+    DeviceInstance& dev = devices[base + w];
+    auto [first, added] = top_devices_.try_emplace(dev.name, base + w, names_of(devices));
+    if (!added) {
+      err(dev.loc, fmt::format("duplicate device name '{}' ({})", dev.name, first_defined(devices[first].loc, dev.loc)));
+      continue;
+    }
+    ++w;
+  }
+  devices.resize(base + w);
+  queued_.clear();
 }
 
 void SpiceParser::control_line(const LLine& L, size_t b, std::string_view first, Tokens& t) {

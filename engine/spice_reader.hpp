@@ -101,11 +101,39 @@ class SpiceParser {
   const DeviceType* type_of_letter(char c);
 
   bool too_many_errors() const { return static_cast<int>(st_.errors.size()) >= kMaxErrors; }
-
   bool err(const SourceLoc& loc, std::string msg);
   void warn(const SourceLoc& loc, const std::string& msg) {
+    if (t_diags_) return t_diags_->push_back(Diagnostic{t_line_, false, loc, msg});
     st_.warnings.push_back(fmt::format("{}:{}: {}", loc.file(), loc.line, msg));
   }
+
+  // ---- queued device lines ----------------------------------------------------------------------
+  // The top level's plain device lines (one physical line each, not a subcircuit instance) are queued and read in
+  // batches by flush(), which any other line, and finish(), calls first: reading a batch's lines has no effect on
+  // the parser's state but their errors and warnings, so it may run on two threads (a batch of at least
+  // kTwoThreadLines lines), each line's messages kept aside with its place; then, in line order, the messages go
+  // out and the names are checked for duplicates, exactly as device() does line by line.
+  static constexpr size_t kTwoThreadLines = 20000;
+  static constexpr size_t kBatchLines = size_t(1) << 16;  // flushed at this many
+  struct Queued {  // a queued line: its text in file->lower and its position
+    const SrcFile* file;
+    size_t off, len;
+    int line, col, end_line, end_col;
+  };
+  struct Diagnostic {  // an error or warning of a queued line (its index in the batch)
+    size_t line;
+    bool error;
+    SourceLoc loc;
+    std::string msg;
+  };
+  std::vector<Queued> queued_;
+  // Where err() and warn() put the messages of the thread reading a batch (nullptr: as usual), and its line.
+  static thread_local std::vector<Diagnostic>* t_diags_;
+  static thread_local size_t t_line_;
+  // Whether L is queued rather than read at once (a device line at the top level; the caller has passed the deck
+  // structure: .lib sections, .if branches, .control).
+  bool queueable(const LLine& L) const;
+  void flush();
 
   // ---- locations ------------------------------------------------------------------------------
 

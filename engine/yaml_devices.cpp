@@ -235,11 +235,13 @@ bool YamlParser::device(const YAML::Node& n, const SourceLoc& where, DeviceInsta
       return err(dev_tol.loc.valid() ? dev_tol.loc : dev_dist.loc,
                  fmt::format("'tol' of {} applies to its main parameter '{}', which is not given; write "
                              "'<param>: {{value: v, tol: t}}' instead", what, main));
-    if (!dev_tol.text.empty()) target->tol = dev_tol;
-    target->dist = to_lower(dev_dist.text);
-    if (!target->dist.empty() && target->dist != "gauss" && target->dist != "uniform")
+    Tolerance t = target->tolerance ? *target->tolerance : Tolerance{};
+    if (!dev_tol.text.empty()) t.tol = dev_tol;
+    t.dist = to_lower(dev_dist.text);
+    if (!t.dist.empty() && t.dist != "gauss" && t.dist != "uniform")
       return err(dev_dist.loc, fmt::format("unknown distribution '{}' for {}; expected gauss or uniform",
                                            dev_dist.text, what));
+    target->tolerance = std::make_shared<const Tolerance>(std::move(t));
   }
   if (!have_nodes) {
     if (is_x) return err(d.loc, fmt::format("{} has no 'nodes' list", what));
@@ -274,10 +276,8 @@ bool YamlParser::nodes(const Entry& e, const DeviceType* type, const std::string
                                              e.value.size()));
   for (const YAML::Node& x : e.value) {
     std::string node;
-    SourceLoc xl;
-    if (!name_scalar(x, fmt::format("a node of {}", what), kl, node, &xl)) return false;
+    if (!name_scalar(x, fmt::format("a node of {}", what), kl, node)) return false;
     d.nodes.push_back(node);
-    d.node_locs.push_back(xl);
   }
   return true;
 }
@@ -292,7 +292,7 @@ bool YamlParser::ac_value(const Entry& e, const std::string& what, DeviceInstanc
     const char* names[2] = {"acmag", "acphase"};
     size_t k = 0;
     for (const YAML::Node& x : e.value) {
-      ParamAssign pa{names[k], {}, false, kl, {}, {}};
+      ParamAssign pa{names[k], {}, false, kl, {}};
       ValueExpr v;
       if (!scalar(x, fmt::format("'ac' of {}", what), kl, v)) return false;
       pa.values.push_back(std::move(v));
@@ -301,7 +301,7 @@ bool YamlParser::ac_value(const Entry& e, const std::string& what, DeviceInstanc
     }
     return true;
   }
-  ParamAssign pa{"acmag", {}, false, kl, {}, {}};
+  ParamAssign pa{"acmag", {}, false, kl, {}};
   ValueExpr v;
   if (!scalar(e.value, fmt::format("'ac' of {}", what), kl, v)) return false;
   pa.values.push_back(std::move(v));

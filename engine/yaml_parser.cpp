@@ -162,6 +162,7 @@ bool YamlParser::param(const Entry& e, const std::string& what, ParamAssign& pa)
   pa.loc = loc(e.key_node);
   if (e.value.IsMap()) {  // {value: v, tol: t, dist: gauss|uniform}
     bool have_value = false;
+    Tolerance tolerance;
     for (const auto& kv : e.value) {
       std::string k = to_lower(kv.first.Scalar());
       SourceLoc kl = loc(kv.first);
@@ -172,18 +173,20 @@ bool YamlParser::param(const Entry& e, const std::string& what, ParamAssign& pa)
         pa.values.push_back(std::move(v));
         have_value = true;
       } else if (k == "tol") {
-        if (!scalar(kv.second, ctx, kl, pa.tol)) return false;
+        if (!scalar(kv.second, ctx, kl, tolerance.tol)) return false;
       } else if (k == "dist") {
         ValueExpr d;
         if (!scalar(kv.second, ctx, kl, d)) return false;
-        pa.dist = to_lower(d.text);
-        if (pa.dist != "gauss" && pa.dist != "uniform")
+        tolerance.dist = to_lower(d.text);
+        if (tolerance.dist != "gauss" && tolerance.dist != "uniform")
           return err(d.loc, fmt::format("unknown distribution '{}' for {}; expected gauss or uniform", d.text, ctx));
       } else {
         return err(kl, fmt::format("unknown key '{}' in '{}' of {}; expected value, tol or dist", k, e.key, what));
       }
     }
     if (!have_value) return err(pa.loc, fmt::format("'{}' of {} needs 'value:'", e.key, what));
+    if (!tolerance.tol.text.empty() || !tolerance.dist.empty())
+      pa.tolerance = std::make_shared<const Tolerance>(std::move(tolerance));
     return true;
   }
   if (e.value.IsSequence()) {

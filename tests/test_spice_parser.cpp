@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <unistd.h>
+#include <omp.h>
 #include "engine/parse.hpp"
 #include "tests/parser_test_support.hpp"
 
@@ -128,8 +129,6 @@ TEST_CASE("spice parser: a deck covering every card") {
   const auto& r1 = dev(pn.devices, "r1");
   CHECK(r1.type == "r");
   CHECK(r1.nodes == std::vector<std::string>{"in", "out"});
-  REQUIRE(r1.node_locs.size() == 2);
-  CHECK(r1.node_locs[1].col == 7);
   CHECK(r1.loc.line == 14);
   CHECK(r1.loc.col == 1);
   CHECK(r1.loc.text() == "R1 in out {rval}");
@@ -240,8 +239,6 @@ TEST_CASE("spice parser: continuation lines keep physical locations") {
   CHECK(p->values[2].loc.text() == "  +   1n 1n 1n 5u 10u)");
   const auto& r1 = dev(pn.devices, "r1");
   CHECK(r1.nodes == std::vector<std::string>{"in", "out"});
-  CHECK(r1.node_locs[1].line == 7);
-  CHECK(r1.node_locs[1].col == 3);
   CHECK(values(param(r1, "r")) == "{1k *  2}");
   CHECK(param(r1, "r")->values[0].loc.line == 7);
   CHECK(param(r1, "r")->values[0].loc.col == 7);
@@ -518,4 +515,63 @@ TEST_CASE("spice parser: past the error limit, .func calls are not expanded any 
     CHECK(st.errors[k].message.find("recursive .func") != std::string::npos);
   }
   CHECK(std::count(st.warnings.begin(), st.warnings.end(), "stopped after 20 errors") == 1);
+}
+
+// Device lines are queued and read in batches, on two threads from kTwoThreadLines lines (SpiceParser::flush): the
+// same devices, errors and warnings, in the same order, as on one thread, with dot cards, continuation lines and
+// subcircuit instances between them, a duplicate name, bad lines, warnings, and the error limit.
+TEST_CASE("spice parser: a large deck reads the same on two threads as on one") {
+  auto deck = [](int n, int bad_every) {
+    std::string s = "big deck\n.subckt one a\nr1 a 0 1k\n.ends\n";
+    for (int i = 0; i < n; ++i) {
+      const std::string k = std::to_string(i);
+      if (i == n / 3) s += ".param p" + k + "=1\n";  // a flush in the middle
+      if (i == n / 2) s += "xsub n" + k + " one\n";
+      if (i == 2 * n / 3) s += "rcont n" + k + "\n+ 0 2k\n";  // a continuation line: read at once
+      if (bad_every > 0 && i % bad_every == 1) s += "r_bad" + k + " n" + k + "\n";  // too few nodes
+      if (i % 20000 == 11) s += "vw" + k + " w" + k + " 0 dc 1 distof1 0.1\n";       // a warning
+      s += "r" + k + " n" + k + " n" + std::to_string(i + 1) + " 1k\n";
+    }
+    s += "r17 a b 1k\n";  // a duplicate of a line read long before
+    return s + ".op\n.end\n";
+  };
+  auto parse = [](const std::string& text, int threads, ParsedNetlist& pn) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Status st = parse_spice_string(text, "big.cir", cat(), pn);
+    omp_set_num_threads(before);
+    return st;
+  };
+  for (int bad_every : {0, 9999, 3}) {  // none, some, past the error limit
+    CAPTURE(bad_every);
+    const std::string text = deck(130000, bad_every);  // stretches of 43,000 lines between the flushes
+    ParsedNetlist a, b;
+    const Status sa = parse(text, 2, a), sb = parse(text, 1, b);
+    REQUIRE(sa.errors.size() == sb.errors.size());
+    for (size_t k = 0; k < sa.errors.size(); ++k) {
+      CHECK(sa.errors[k].message == sb.errors[k].message);
+      CHECK(sa.errors[k].loc.line == sb.errors[k].loc.line);
+      CHECK(sa.errors[k].loc.col == sb.errors[k].loc.col);
+    }
+    CHECK(sa.warnings == sb.warnings);
+    REQUIRE(a.devices.size() == b.devices.size());
+    bool same = true;
+    for (size_t k = 0; k < a.devices.size() && same; ++k) {
+      const DeviceInstance &x = a.devices[k], &y = b.devices[k];
+      same = x.name == y.name && x.type == y.type && x.nodes == y.nodes && x.model == y.model &&
+             x.loc.line == y.loc.line && x.loc.col == y.loc.col && x.params.size() == y.params.size();
+      for (size_t i = 0; same && i < x.params.size(); ++i)
+        same = x.params[i].name == y.params[i].name && x.params[i].values.size() == y.params[i].values.size() &&
+               (x.params[i].values.empty() || x.params[i].values[0].text == y.params[i].values[0].text);
+      if (!same) FAIL_CHECK("device " << k << " (" << x.name << ") differs");
+    }
+    if (bad_every == 0) {
+      REQUIRE(sa.errors.size() == 1);
+      CHECK(sa.errors[0].message.find("duplicate device name 'r17'") == 0);
+      CHECK(sa.warnings.size() == 7);
+      CHECK(a.devices.size() == 130000 + 7 + 2);  // the rs, the vws, xsub and rcont
+    }
+    if (bad_every == 9999) CHECK(sa.errors.size() == 15);  // (14 bad lines and the duplicate)
+    if (bad_every == 3) CHECK(sa.errors.size() == 20);     // the reader's error limit
+  }
 }

@@ -204,8 +204,6 @@ outputs: v(in)
   const auto& r = dev(pn.devices, "load");
   CHECK(r.type == "r");
   CHECK(r.nodes == std::vector<std::string>{"in", "0"});
-  CHECK(r.node_locs[1].line == 13);
-  CHECK(r.node_locs[1].col == 9);
   CHECK(values(param(r, "r")) == "2*rval");
   CHECK(values(param(dev(pn.devices, "q"), "off")) == "1");
   const auto& x = dev(pn.devices, "sub1");
