@@ -133,7 +133,10 @@ bool SpiceParser::err(const SourceLoc& loc, std::string msg) {
 }
 
 bool SpiceParser::process(const LLine& L, int depth, Tokens& t) {
-  if (!queued_.empty() && !queueable(L)) flush();
+  if (!queued_.empty() && !queueable(L)) {
+    flush();
+    if (too_many_errors()) return false;  // (parse_lines checks before each line; the queue's errors came later)
+  }
   // The card name decides whether the rest of the line is tokenized (.include takes a raw file name).
   std::string_view text(L.text);
   size_t b = 0;

@@ -525,7 +525,7 @@ TEST_CASE("spice parser: a large deck reads the same on two threads as on one") 
     std::string s = "big deck\n.subckt one a\nr1 a 0 1k\n.ends\n";
     for (int i = 0; i < n; ++i) {
       const std::string k = std::to_string(i);
-      if (i == n / 3) s += ".param p" + k + "=1\n";  // a flush in the middle
+      if (i == n / 3) s += ".endl\n";  // a flush in the middle, and a warning (see the end)
       if (i == n / 2) s += "xsub n" + k + " one\n";
       if (i == 2 * n / 3) s += "rcont n" + k + "\n+ 0 2k\n";  // a continuation line: read at once
       if (bad_every > 0 && i % bad_every == 1) s += "r_bad" + k + " n" + k + "\n";  // too few nodes
@@ -533,7 +533,7 @@ TEST_CASE("spice parser: a large deck reads the same on two threads as on one") 
       s += "r" + k + " n" + k + " n" + std::to_string(i + 1) + " 1k\n";
     }
     s += "r17 a b 1k\n";  // a duplicate of a line read long before
-    return s + ".op\n.end\n";
+    return s + ".endl\n.op\n.end\n";  // (.endl warns, unless the error limit stopped the reader before it)
   };
   auto parse = [](const std::string& text, int threads, ParsedNetlist& pn) {
     const int before = omp_get_max_threads();
@@ -568,10 +568,14 @@ TEST_CASE("spice parser: a large deck reads the same on two threads as on one") 
     if (bad_every == 0) {
       REQUIRE(sa.errors.size() == 1);
       CHECK(sa.errors[0].message.find("duplicate device name 'r17'") == 0);
-      CHECK(sa.warnings.size() == 7);
+      REQUIRE(sa.warnings.size() == 9);
+      CHECK(sa.warnings.back().find(".endl without a .lib section") != std::string::npos);
       CHECK(a.devices.size() == 130000 + 7 + 2);  // the rs, the vws, xsub and rcont
     }
     if (bad_every == 9999) CHECK(sa.errors.size() == 15);  // (14 bad lines and the duplicate)
-    if (bad_every == 3) CHECK(sa.errors.size() == 20);     // the reader's error limit
+    if (bad_every == 3) {  // the reader's error limit: it stops there, and reads no further line
+      CHECK(sa.errors.size() == 20);
+      for (const std::string& w : sa.warnings) CHECK(w.find(".endl") == std::string::npos);
+    }
   }
 }
