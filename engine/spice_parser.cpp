@@ -6,6 +6,7 @@
 // is lower-cased once and a logical line is a view into it (copied only when '+' lines are joined), tokens are
 // views into the line, positions come from one segment per physical line, duplicate-name checks hash names to
 // indices, and objects are built in place in the parsed netlist. Error messages are formatted only on errors.
+// The top level's plain device lines are queued and read in batches, on two threads for large ones (flush()).
 //
 // The reader is split by topic (engine/spice_reader.hpp lists the files); this file reads files line by line,
 // dispatches each logical line, runs .control scripts' commands and holds the entry points of engine/parse.hpp.
