@@ -116,7 +116,7 @@ class AdcType : public DeviceType {
     if (Status st = validate_adc(s, &bad); !st) {
       const int idx = p.index_of(bad.empty() ? "bits" : bad);
       return Status::input(fmt::format("{}: {}", what, st.errors[0].message),
-                           idx >= 0 && p.loc[idx].valid() ? p.loc[idx] : fd.loc);
+                           idx >= 0 && p.loc(idx).valid() ? p.loc(idx) : fd.loc);
     }
     if (fd.nodes.size() < 2 || fd.nodes.size() - 1 > static_cast<size_t>(kMaxInputs))
       return Status::input(fmt::format("adc '{}' needs the sampled input nodes followed by the reference node "

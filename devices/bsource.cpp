@@ -155,7 +155,7 @@ class BSourceType : public DeviceType {
       st.merge(Status::input(fmt::format(v ? "bsource '{}' takes either V=expression or I=expression, not both"
                                            : "bsource '{}' needs V=expression or I=expression",
                                          fd.name),
-                             v ? fd.params.loc[fd.params.index_of("i")] : fd.loc));
+                             v ? fd.params.loc(fd.params.index_of("i")) : fd.loc));
       return nullptr;
     }
     return std::make_unique<BSource>(fd, v ? p.v : p.i, v);

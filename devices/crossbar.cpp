@@ -388,7 +388,7 @@ Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
   auto has = [&](const char* name) { return p.has(p.index_of(name)); };
   auto fail = [&](const char* name, std::string msg) {
     const int idx = p.index_of(name);
-    return Status::input(fmt::format("{}: {}", what, msg), idx >= 0 && p.loc[idx].valid() ? p.loc[idx] : fd.loc);
+    return Status::input(fmt::format("{}: {}", what, msg), idx >= 0 && p.loc(idx).valid() ? p.loc(idx) : fd.loc);
   };
   CrossbarSource in;
   if (Status st = apply_params(p, s, what.c_str()); !st) return st;
@@ -405,12 +405,12 @@ Status spec_from_flat(const FlatDevice& fd, CrossbarSpec& s) {
   if (has("g_file")) {
     src = "g_file";
     if (!has("g_dataset")) return fail(src, "g_file needs g_dataset (the dataset path, e.g. /layer0/g)");
-    const std::string path = detail::resolve_include(p.loc[p.index_of(src)].file(), in.g_file);
+    const std::string path = detail::resolve_include(p.loc(p.index_of(src)).file(), in.g_file);
     if (Status st = read_conductances_hdf5(path, in.g_dataset, frows, fcols, s.g); !st)
       return fail(src, st.errors[0].message);
   } else if (has("g_csv")) {
     src = "g_csv";
-    const std::string path = detail::resolve_include(p.loc[p.index_of(src)].file(), in.g_csv);
+    const std::string path = detail::resolve_include(p.loc(p.index_of(src)).file(), in.g_csv);
     if (Status st = read_conductances_csv(path, frows, fcols, s.g); !st) return fail(src, st.errors[0].message);
   }
   const long n = static_cast<long>(s.g.size());

@@ -139,7 +139,7 @@ class DacType : public DeviceType {
     const std::string what = fmt::format("dac '{}'", fd.name);
     auto fail = [&](const char* name, std::string msg) {
       const int idx = p.index_of(name);
-      return Status::input(fmt::format("{}: {}", what, msg), idx >= 0 && p.loc[idx].valid() ? p.loc[idx] : fd.loc);
+      return Status::input(fmt::format("{}: {}", what, msg), idx >= 0 && p.loc(idx).valid() ? p.loc(idx) : fd.loc);
     };
     DacInput in;
     if (Status st = apply_params(p, s, what.c_str()); !st) return st;

@@ -62,7 +62,7 @@ class SourceValue {
     ac_ = std::polar(p.acmag.value_or(0.0), p.acphase.value_or(0.0) * M_PI / 180.0);
     for (const TimeFunction& f : time_functions(p)) {
       if (f.values->empty()) continue;
-      const SourceLoc& at = fd.params.loc[fd.params.index_of(f.name)];
+      const SourceLoc& at = fd.params.loc(fd.params.index_of(f.name));
       if (wave_.kind != Waveform::Kind::None)
         return Status::input(fmt::format("source '{}' has more than one time function", fd.name), at);
       wave_.kind = f.kind;

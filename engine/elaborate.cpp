@@ -163,7 +163,7 @@ class Elaborator {
       std::string text = a.values.empty() ? "1" : a.values[0].text;
       const std::string m = to_lower(text);
       pv.given[i] = 1;
-      pv.loc[i] = a.loc;
+      pv.set_loc(i, a.loc);
       if (spec.kind == ParamKind::Text) {  // method (with its other spellings) and solver
         if (m == "trapezoidal") text = "trap";
         else if (m == "gear2" || m == "bdf2") text = "gear";
@@ -453,7 +453,7 @@ class Elaborator {
       if (!fd.params.has(static_cast<int>(i))) continue;
       auto ce = std::make_shared<CompiledExpr>();
       const ExprNameMap names{map_node, [&](const std::string& d) { return prefix + d; }};
-      Status st = compile_expr(fd.params.text()[i], fd.params.loc[i], scope, names, *ce);
+      Status st = compile_expr(fd.params.text()[i], fd.params.loc(i), scope, names, *ce);
       if (!st) {
         for (Diag& d : st.errors)
           d.message += fmt::format(" (in {}= of {} '{}')", fd.type->params[i].name, fd.type->long_name, full);
@@ -470,7 +470,7 @@ class Elaborator {
                        const Scope& scope, const ModelScope& models, FlatDevice& fd) const {
     const DeviceType* type = &t;
     const std::string& full = fd.name;
-    fd.params = default_params(type->params);
+    fd.params = default_params(type->params, inst.params.size() + 1);  // (+1: a value named by a bare word)
     Status given = assign_params(fd.params, inst.params, scope, type->long_name, full);
     if (!given) return given;
     for (std::string& w : given.warnings) warn(std::move(w));

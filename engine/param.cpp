@@ -33,41 +33,78 @@ int ParamValues::index_of(const std::string& name) const {
 
 const ParamValues::Extra ParamValues::kNoExtra;
 
-void ParamValues::allocate(size_t n) {
+void ParamValues::allocate(size_t n, size_t cap) {
   release();
   if (n == 0) return;
+  if (n > 254) throw std::length_error("a parameter table of more than 254 entries");  // (slot_: one byte)
+  cap = std::min<size_t>(cap, n);
   static_assert(alignof(SourceLoc) >= alignof(double), "layout: SourceLoc, then double, then char");
   static_assert(std::is_trivially_destructible_v<SourceLoc>, "release() does not destroy the SourceLocs");
-  void* block = ::operator new(n * (sizeof(SourceLoc) + sizeof(double) + sizeof(char)));
-  auto* locs = static_cast<SourceLoc*>(block);
-  for (size_t i = 0; i < n; ++i) new (locs + i) SourceLoc();
-  loc.p_ = locs;
-  value.p_ = reinterpret_cast<double*>(locs + n);
+  void* block = ::operator new(cap * sizeof(SourceLoc) + n * (sizeof(double) + 2 * sizeof(char)));
+  locs_ = static_cast<SourceLoc*>(block);
+  value.p_ = reinterpret_cast<double*>(locs_ + cap);
   given.p_ = reinterpret_cast<char*>(value.p_ + n);
-  loc.n_ = value.n_ = given.n_ = n;
+  slot_ = reinterpret_cast<unsigned char*>(given.p_ + n);
+  std::fill(slot_, slot_ + n, 0);
+  value.n_ = given.n_ = n;
+  nlocs_ = 0;
+  cap_ = static_cast<unsigned char>(cap);
 }
 
 void ParamValues::release() {
-  if (!loc.p_) return;
-  ::operator delete(static_cast<void*>(loc.p_));
-  loc = {};
+  if (!value.p_) return;
+  ::operator delete(static_cast<void*>(locs_));
+  locs_ = nullptr;
+  slot_ = nullptr;
+  nlocs_ = cap_ = 0;
   value = {};
   given = {};
 }
 
+void ParamValues::set_loc(size_t i, const SourceLoc& l) {
+  if (slot_[i]) {
+    locs_[slot_[i] - 1] = l;
+    return;
+  }
+  if (nlocs_ == cap_) {  // a larger block (a parameter given beyond the room made for it)
+    ParamValues grown;
+    const size_t n = value.size();
+    grown.allocate(n, std::min<size_t>(n, 2 * cap_ + 2));
+    std::copy(value.begin(), value.end(), grown.value.begin());
+    std::copy(given.begin(), given.end(), grown.given.begin());
+    std::copy(slot_, slot_ + n, grown.slot_);
+    std::copy(locs_, locs_ + nlocs_, grown.locs_);
+    grown.nlocs_ = nlocs_;
+    std::swap(locs_, grown.locs_);
+    std::swap(slot_, grown.slot_);
+    std::swap(value, grown.value);
+    std::swap(given, grown.given);
+    std::swap(cap_, grown.cap_);
+    std::swap(nlocs_, grown.nlocs_);
+  }
+  locs_[nlocs_] = l;
+  slot_[i] = ++nlocs_;
+}
+
 ParamValues::ParamValues(const ParamValues& o)
     : table(o.table), extra_(o.extra_ ? std::make_unique<Extra>(*o.extra_) : nullptr) {
-  allocate(o.value.size());
+  const size_t n = o.value.size();
+  allocate(n, o.nlocs_);
   std::copy(o.value.begin(), o.value.end(), value.begin());
   std::copy(o.given.begin(), o.given.end(), given.begin());
-  std::copy(o.loc.begin(), o.loc.end(), loc.begin());
+  if (n > 0) std::copy(o.slot_, o.slot_ + n, slot_);
+  std::copy(o.locs_, o.locs_ + o.nlocs_, locs_);
+  nlocs_ = o.nlocs_;
 }
 
 ParamValues::ParamValues(ParamValues&& o) noexcept
-    : table(o.table), value(o.value), given(o.given), loc(o.loc), extra_(std::move(o.extra_)) {
+    : table(o.table), value(o.value), given(o.given), extra_(std::move(o.extra_)), locs_(o.locs_), slot_(o.slot_),
+      nlocs_(o.nlocs_), cap_(o.cap_) {
   o.value = {};
   o.given = {};
-  o.loc = {};
+  o.locs_ = nullptr;
+  o.slot_ = nullptr;
+  o.nlocs_ = o.cap_ = 0;
 }
 
 ParamValues& ParamValues::operator=(const ParamValues& o) {
@@ -82,18 +119,23 @@ ParamValues& ParamValues::operator=(ParamValues&& o) noexcept {
   extra_ = std::move(o.extra_);
   value = o.value;
   given = o.given;
-  loc = o.loc;
+  locs_ = o.locs_;
+  slot_ = o.slot_;
+  nlocs_ = o.nlocs_;
+  cap_ = o.cap_;
   o.value = {};
   o.given = {};
-  o.loc = {};
+  o.locs_ = nullptr;
+  o.slot_ = nullptr;
+  o.nlocs_ = o.cap_ = 0;
   return *this;
 }
 
-ParamValues default_params(const ParamTable& table) {
+ParamValues default_params(const ParamTable& table, size_t room) {
   ParamValues pv;
   pv.table = &table;
   size_t n = table.size();
-  pv.allocate(n);
+  pv.allocate(n, room);
   for (size_t i = 0; i < n; ++i) pv.value[i] = table[i].def;
   std::fill(pv.given.begin(), pv.given.end(), 0);
   // list/text storage only for tables that have such parameters (most devices have none; a flat netlist of
@@ -189,7 +231,7 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
       if (!ok) continue;
       pv.list()[i] = std::move(vals);
       pv.given[i] = 1;
-      pv.loc[i] = a.loc;
+      pv.set_loc(i, a.loc);
       continue;
     }
     if (spec.kind == ParamKind::Text || spec.kind == ParamKind::Expr) {
@@ -202,7 +244,7 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
       if (spec.kind == ParamKind::Text && t.size() >= 2 && (t.front() == '"' || t.front() == '\'') && t.back() == t.front()) t = t.substr(1, t.size() - 2);
       pv.text()[i] = std::move(t);
       pv.given[i] = 1;
-      pv.loc[i] = a.values[0].loc;
+      pv.set_loc(i, a.values[0].loc);
       continue;
     }
     if (a.values.size() != 1) {
@@ -227,7 +269,7 @@ Status assign_params_impl(ParamValues& pv, const std::vector<ParamAssign>& assig
     }
     pv.value[i] = v;
     pv.given[i] = 1;
-    pv.loc[i] = a.loc;
+    pv.set_loc(i, a.loc);
   }
   return st;
 }
@@ -292,7 +334,7 @@ Status apply_params(const ParamValues& pv, void* obj, const std::type_info& type
       src = &fb;
     }
     fb.value[i] = pv.value[f];
-    fb.loc[i] = pv.loc[f];
+    fb.set_loc(i, pv.loc(f));
   }
   for (size_t i = 0; i < table.size(); ++i) {
     const ParamBinding& b = table[i].bind;
@@ -317,7 +359,7 @@ namespace detail {
 
 Status integer_error(const ParamValues& pv, int i, const char* what) {
   return Status::input(fmt::format("{}: {} must be an integer, got {}", what, (*pv.table)[i].name, pv.value[i]),
-                       pv.loc[i]);
+                       pv.loc(i));
 }
 
 Status choice_error(const ParamValues& pv, int i, const char* what) {
@@ -327,7 +369,7 @@ Status choice_error(const ParamValues& pv, int i, const char* what) {
     const bool last = choice_word(s, k + 1).empty();
     words += fmt::format("{}{}", k == 0 ? "" : last ? " or " : ", ", choice_word(s, k));
   }
-  return Status::input(fmt::format("{}: {} must be {}, got '{}'", what, s.name, words, pv.text()[i]), pv.loc[i]);
+  return Status::input(fmt::format("{}: {} must be {}, got '{}'", what, s.name, words, pv.text()[i]), pv.loc(i));
 }
 
 

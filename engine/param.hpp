@@ -27,7 +27,7 @@ struct ParamValues;
 // functions are generated from a pointer to member; `owner` is the struct's type, checked by apply_params.
 struct ParamBinding {
   const std::type_info* owner = nullptr;
-  // Sets the member from value i of pv (integers checked as integers; errors located at pv.loc[i]).
+  // Sets the member from value i of pv (integers checked as integers; errors located at pv.loc(i)).
   Status (*set)(void* obj, const ParamValues& pv, int i, const char* what) = nullptr;
   // Writes the member into value i of pv (value, text or list); false for an empty std::optional (not given).
   bool (*get)(const void* obj, ParamValues& pv, int i) = nullptr;
@@ -90,13 +90,17 @@ class ParamArray {
   size_t n_ = 0;
 };
 
-// Evaluated parameters for one instance or model, indexed like the table. value, given and loc share one heap
-// block (a netlist of 10^5 devices would otherwise make three allocations per device).
+// Evaluated parameters for one instance or model, indexed like the table. Values, given flags and the source
+// locations of the given values share one heap block (a netlist of 10^5 devices would otherwise make three
+// allocations per device); a location is kept only for a value given (a resistor gives 1 of its 14: 366 -> 172
+// bytes per resistor).
 struct ParamValues {
   const ParamTable* table = nullptr;
   ParamArray<double> value;                // size table->size(); default if not given
   ParamArray<char> given;                  // 1 if set explicitly
-  ParamArray<SourceLoc> loc;               // where each given value came from
+  // Where value i came from (SourceLoc() if it was not given a location); set_loc records it.
+  SourceLoc loc(size_t i) const { return slot_[i] ? locs_[slot_[i] - 1] : SourceLoc(); }
+  void set_loc(size_t i, const SourceLoc& l);
   // Values of the List, Text and Expr kinds, sized like the table only if it has parameters of that kind
   // (most devices have none: their ParamValues then carry one null pointer instead of three vectors).
   // list: numbers of List parameters; text: raw text of Text and Expr parameters (quotes stripped, "" if not
@@ -120,7 +124,7 @@ struct ParamValues {
   int index_of(const std::string& name) const;  // -1 if not in table
 
  private:
-  friend ParamValues default_params(const ParamTable& table);
+  friend ParamValues default_params(const ParamTable& table, size_t room);
   struct Extra {
     std::vector<std::vector<double>> list;
     std::vector<std::string> text;
@@ -131,15 +135,19 @@ struct ParamValues {
     if (!extra_) extra_ = std::make_unique<Extra>();
     return *extra_;
   }
-  // value, given and loc of size n in one heap block (n SourceLoc at loc.p_, then n double, then n char):
-  // loc default-constructed, the rest uninitialised.
-  void allocate(size_t n);
+  // value and given of size n and room for `cap` locations in one heap block (cap SourceLoc at locs_, then n
+  // double, then n char given, then n slot_): slot_ zero (no locations), the rest uninitialised.
+  void allocate(size_t n, size_t cap);
   void release();
   std::unique_ptr<Extra> extra_;
+  SourceLoc* locs_ = nullptr;      // the block; locations of given values, in the order they were set
+  unsigned char* slot_ = nullptr;  // per value: 0, or 1 + its index in locs_
+  unsigned char nlocs_ = 0, cap_ = 0;
 };
 
-// Fresh value set holding the defaults of a table.
-ParamValues default_params(const ParamTable& table);
+// Fresh value set holding the defaults of a table, with room for the locations of `room` given values (more are
+// made room for as they come: set_loc).
+ParamValues default_params(const ParamTable& table, size_t room = 2);
 
 // Evaluates assignments against the table: unknown names, bad expressions, list/scalar mismatch and
 // range violations are errors located at the assignment. `what` names the owner in messages ("resistor r1").

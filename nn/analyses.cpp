@@ -56,7 +56,7 @@ ParamTable common_params() {
 // Where argument `name` was written (the analysis's location if it was not).
 SourceLoc arg_loc(const AnalysisRequest& req, const char* name) {
   const int i = req.args->index_of(name);
-  return i >= 0 && req.args->loc[i].valid() ? req.args->loc[i] : req.loc;
+  return i >= 0 && req.args->loc(i).valid() ? req.args->loc(i) : req.loc;
 }
 
 // An error without a location gets `at`.

@@ -38,7 +38,7 @@ Status resolve_part(HardwareConfig& c, const SourceLoc& loc) {
 SourceLoc given_at(const ParamValues* p, const char* name) {
   if (!p) return {};
   const int i = p->index_of(name);
-  return i >= 0 && p->has(i) ? p->loc[i] : SourceLoc{};
+  return i >= 0 && p->has(i) ? p->loc(i) : SourceLoc{};
 }
 
 // The location of the first of `names` given in p.

@@ -202,7 +202,7 @@ TEST_CASE("expr: param tables assign, alias, range checks") {
   REQUIRE_MESSAGE(st.ok(), st.to_string());
   CHECK(pv[0] == doctest::Approx(4e3));
   CHECK(pv.has(0));
-  CHECK(pv.loc[0].line == 2);
+  CHECK(pv.loc(0).line == 2);
   CHECK(pv.list()[3].size() == 4);
   CHECK(pv.list()[3][3] == doctest::Approx(2));
   CHECK(pv[2] == 1);

@@ -217,3 +217,38 @@ TEST_CASE("param tables: generic apply, read back and set by name") {
     CHECK(contains(st.to_string(), "must be > 0 ohm"));
   }
 }
+
+// A ParamValues keeps the location of each given value only (ParamValues::set_loc): room made for them up front,
+// more as they come; copies and moves carry them; a value not given has none.
+TEST_CASE("param values: locations of the given values, beyond the room made for them, through copies and moves") {
+  const ParamTable& t = builtin_catalog().find("r")->params;
+  REQUIRE(t.size() >= 6);
+  ParamValues pv = default_params(t, 1);
+  for (size_t i = 0; i < 6; ++i) {
+    pv.given[i] = 1;
+    pv.set_loc(i, SourceLoc(nullptr, static_cast<int>(i) + 1, 3));
+  }
+  pv.set_loc(2, SourceLoc(nullptr, 40, 5));  // a value given again: its location replaced
+  auto check = [&](const ParamValues& p) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      CAPTURE(i);
+      const int want = i == 2 ? 40 : i < 6 ? static_cast<int>(i) + 1 : 0;
+      CHECK(p.loc(i).line == want);
+      CHECK(same_value(p, pv, i));
+      CHECK(p.given[i] == (i < 6 ? 1 : 0));
+    }
+  };
+  check(pv);
+  ParamValues copy(pv);
+  check(copy);
+  ParamValues moved(std::move(copy));
+  check(moved);
+  ParamValues assigned = default_params(t);
+  assigned = moved;
+  check(assigned);
+  copy = std::move(assigned);
+  check(copy);
+  copy.set_loc(7, SourceLoc(nullptr, 8, 1));  // past the copy's room (it was made for the 6 it holds)
+  CHECK(copy.loc(7).line == 8);
+  CHECK(copy.loc(2).line == 40);
+}
