@@ -450,7 +450,10 @@ long e96_index(double r) {
 
 }  // namespace
 
-double e96_nearest(double r) { return e96_value(e96_index(r)); }
+double e96_nearest(double r) {
+  // (a value with no E96 neighbour, such as the rectifier's r2 of a layer without one, 0, is returned as it is)
+  return r > 0 && std::isfinite(r) ? e96_value(e96_index(r)) : r;
+}
 
 double series_conductance(const HardwareConfig& cfg, double g) {
   if (cfg.series == CellSeries::None) return g;

@@ -234,7 +234,8 @@ inline void adc_codes(const HardwareInstance& hw, int l, const double* v, int n,
   for (int j = 0; j < n; ++j) codes[j] = adc_code(hw, l, j, v[j]);
 }
 
-// The E96 resistance nearest to r > 0 [ohm] (nearest in log R: the ratio closest to 1).
+// The E96 resistance nearest to r > 0 [ohm] (nearest in log R: the ratio closest to 1); r itself if it is not a
+// finite positive value.
 double e96_nearest(double r);
 // Target conductance g [S] as the fitted resistor of cfg.series: with series e96, 0 (open, no part) for
 // g < 1 / (2 series_rmax), else 1 / R with R the E96 value nearest to 1/g, held within [1/gmax, series_rmax]
