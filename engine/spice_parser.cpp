@@ -134,7 +134,8 @@ bool SpiceParser::err(const SourceLoc& loc, std::string msg) {
 }
 
 bool SpiceParser::process(const LLine& L, int depth, Tokens& t) {
-  if (!queued_.empty() && !queueable(L)) {
+  const bool queue = queueable(L);
+  if (!queued_.empty() && !queue) {
     flush();
     if (too_many_errors()) return false;  // (parse_lines checks before each line; the queue's errors came later)
   }
@@ -203,7 +204,7 @@ bool SpiceParser::process(const LLine& L, int depth, Tokens& t) {
     dot_card(L, t, card);
     return true;
   }
-  if (queueable(L)) {
+  if (queue) {
     const SrcFile& f = *L.file;
     queued_.push_back(Queued{&f, static_cast<size_t>(L.text.data() - f.lower.data()), L.text.size(), L.segs[0].line,
                              L.segs[0].col, L.end_line, L.end_col});

@@ -77,6 +77,19 @@ std::vector<double> klu_solution(const Csc& A, const std::vector<double>& b) {
   return x;
 }
 
+// A x = b through `lu` under solver `s` (analysis, factorization, solve); the factorization must have chosen
+// `at_factor`. lu is left as the solve left it (conjugate gradients may have handed over to KLU there).
+std::vector<double> sparse_lu_solution(SparseLU<double>& lu, LinearSolver s, LinearSolver at_factor, const Csc& A,
+                                       const std::vector<double>& b) {
+  lu.set_solver(s);
+  REQUIRE(lu.analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+  REQUIRE(lu.factor(A.valuePtr()));
+  CHECK(lu.solver() == at_factor);
+  std::vector<double> x = b;
+  lu.solve(x.data());
+  return x;
+}
+
 // Largest |x - y| relative to the largest |y| among the unknowns of the same kind (the caller's range).
 double max_diff(const std::vector<double>& x, const std::vector<double>& y, int from, int to) {
   double d = 0, big = 0;
@@ -126,24 +139,14 @@ TEST_CASE("nodal PCG through SparseLU: solver pcg on the crossbar; the direct so
   const int n = A.rows();
   const std::vector<double> ref = klu_solution(A, b);
   SparseLU<double> lu;
-  lu.set_solver(LinearSolver::Pcg);
-  REQUIRE(lu.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
-  REQUIRE(lu.factor(A.valuePtr()));
-  CHECK(lu.solver() == LinearSolver::Pcg);
-  std::vector<double> x = b;
-  lu.solve(x.data());
+  const std::vector<double> x = sparse_lu_solution(lu, LinearSolver::Pcg, LinearSolver::Pcg, A, b);
   CHECK(lu.cg_iterations() > 0);
   CHECK(max_diff(x, ref, 0, n) < 1e-11);
 
   // B under solver pcg: KLU takes over at the factorization, with KLU's solution
   auto direct_takes_over = [&](const Csc& B) {
     SparseLU<double> l2;
-    l2.set_solver(LinearSolver::Pcg);
-    REQUIRE(l2.analyze(n, B.outerIndexPtr(), B.innerIndexPtr()));
-    REQUIRE(l2.factor(B.valuePtr()));
-    CHECK(l2.solver() == LinearSolver::Klu);
-    std::vector<double> y = b;
-    l2.solve(y.data());
+    const std::vector<double> y = sparse_lu_solution(l2, LinearSolver::Pcg, LinearSolver::Klu, B, b);
     CHECK(max_diff(y, klu_solution(B, b), 0, n) < 1e-12);
   };
   SUBCASE("a nonzero branch diagonal (a source with a series resistance): KLU") {
@@ -271,12 +274,7 @@ TEST_CASE("nodal PCG: a node with one or two neighbours and a nonzero diagonal i
   b[N] = 1.0;
   for (int i = 1; i < N; ++i) b[i] = 1e-6 * 0.5;  // the charges' history
   SparseLU<double> lu;
-  lu.set_solver(LinearSolver::Pcg);
-  REQUIRE(lu.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
-  REQUIRE(lu.factor(A.valuePtr()));
-  CHECK(lu.solver() == LinearSolver::Pcg);
-  std::vector<double> x = b;
-  lu.solve(x.data());
+  const std::vector<double> x = sparse_lu_solution(lu, LinearSolver::Pcg, LinearSolver::Pcg, A, b);
   CHECK(lu.cg_iterations() > 0);
   CHECK(lu.cg_iterations() < 5);  // the chain is its own spanning tree: the preconditioner is exact
   CHECK(max_diff(x, klu_solution(A, b), 0, n) < 1e-12);
