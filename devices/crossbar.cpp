@@ -453,6 +453,7 @@ class CrossbarType : public DeviceType {
     description = "R x C array of programmable conductances with wire resistance/capacitance (YAML only)";
     pins = {"row...", "col..."};
     variadic_pins = true;
+    create_reads_files = true;  // the conductance data set (g_file)
     params = crossbar_params();
   }
   std::unique_ptr<Device> create(const FlatDevice& fd, Status& st) const override {

@@ -2,7 +2,10 @@
 // topology checks (voltage-source loops, nodes without a DC path to ground).
 #include "engine/circuit.hpp"
 #include <algorithm>
+#include <exception>
 #include <numeric>
+#include <thread>
+#include <omp.h>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -24,6 +27,9 @@ struct UnionFind {
     return true;
   }
 };
+
+// Devices from which Circuit::build works on two threads. Measured (2 cores, whole runs): see build().
+constexpr size_t kTwoThreadBuild = 20000;
 
 }  // namespace
 
@@ -154,16 +160,56 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   n_states_ = 0;
   nonlinear_ = false;
 
-  devices_.reserve(fn.devices.size());
-  for (const auto& fd : fn.devices) {
-    auto dev = fd.type->create(fd, st);
-    if (!dev) {
-      if (st.ok()) st.merge(Status::input(fmt::format("cannot create {} '{}'", fd.type->long_name, fd.name), fd.loc));
-      return st;
+  // The devices, in netlist order. A flat deck of kTwoThreadBuild devices or more has them created on two threads
+  // (the first half here, the second on a worker), unless a type's create() reads files; the messages are those
+  // of one thread: the first half's warnings, then the second's, and the first failure in device order.
+  const size_t nd = fn.devices.size();
+  devices_.resize(nd);
+  auto create = [&](size_t i0, size_t i1, Status& s) {  // index of the first device that failed, or i1
+    for (size_t k = i0; k < i1; ++k) {
+      const FlatDevice& fd = fn.devices[k];
+      devices_[k] = fd.type->create(fd, s);
+      if (devices_[k]) continue;
+      if (s.ok()) s.merge(Status::input(fmt::format("cannot create {} '{}'", fd.type->long_name, fd.name), fd.loc));
+      return k;
     }
-    nonlinear_ = nonlinear_ || dev->nonlinear();
-    devices_.push_back(std::move(dev));
+    return i1;
+  };
+  const bool two = nd >= kTwoThreadBuild && omp_get_max_threads() >= 2 && !omp_in_parallel() &&
+                   std::none_of(fn.devices.begin(), fn.devices.end(),
+                                [](const FlatDevice& fd) { return fd.type->create_reads_files; });
+  const size_t half = two ? nd / 2 : nd;
+  Status st_back;
+  size_t bad_back = nd;
+  std::exception_ptr thrown;
+  std::thread worker;
+  if (two)
+    worker = std::thread([&] {
+      try {
+        bad_back = create(half, nd, st_back);
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+    });
+  size_t bad = nd;
+  try {
+    bad = create(0, half, st);
+  } catch (...) {
+    if (worker.joinable()) worker.join();
+    throw;
   }
+  if (worker.joinable()) worker.join();
+  if (thrown) std::rethrow_exception(thrown);
+  if (bad < half) {
+    devices_.resize(bad);
+    return st;
+  }
+  st.merge(st_back);
+  if (bad_back < nd) {
+    devices_.resize(bad_back);
+    return st;
+  }
+  for (const auto& d : devices_) nonlinear_ = nonlinear_ || d->nonlinear();
   set_temperature(fn.options.temperature());
 
   CircuitBuilder b(*this);
@@ -226,8 +272,30 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
                                        "in this circuit", fd.type->long_name, fd.name, fd.control),
                            fd.control_loc.valid() ? fd.control_loc : fd.loc);
   }
-  b.compile();
-  if (Status topo = check_topology(); !topo) return topo;
+  // The topology checks read the devices' nodes only, the compilation writes their matrix offsets: on two
+  // threads, side by side, where the devices were created on two.
+  Status topo;
+  if (two) {
+    std::thread checker([&] {
+      try {
+        topo = check_topology();
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+    });
+    try {
+      b.compile();
+    } catch (...) {
+      checker.join();
+      throw;
+    }
+    checker.join();
+    if (thrown) std::rethrow_exception(thrown);
+  } else {
+    b.compile();
+    topo = check_topology();
+  }
+  if (!topo) return topo;
   return st;
 }
 

@@ -205,6 +205,8 @@ class DeviceType {
   ParamTable model_params;          // .model parameters (if model_type set)
   bool model_optional = false;      // the model name may be omitted (model_params defaults apply)
   bool spice_model_card = true;     // SPICE export writes a .model card (false: spice_line spells the model out)
+  bool create_reads_files = false;  // create() reads data files (crossbar conductances): never called from two
+                                    // threads at once (Circuit::build)
   // Built-in named models (a parts table), consulted when the netlist defines no model of that name: sets
   // `model` (model_params values) to part `name` and returns true, or returns false if there is no such part.
   virtual bool builtin_model(const std::string& /*name*/, ParamValues& /*model*/) const { return false; }

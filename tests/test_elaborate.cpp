@@ -167,6 +167,50 @@ TEST_CASE("circuit build: a large netlist reports the topology errors of a small
   CHECK(c.unknowns()[12000].name == "v(n12000)");
 }
 
+TEST_CASE("circuit build: devices created on two threads as on one (pattern, unknowns, first error)") {
+  // Builds text's circuit with `threads` OpenMP threads allowed (2: the devices are created on two threads).
+  auto build = [](const std::string& text, Circuit& c, int threads) {
+    FlatNetlist fn;
+    REQUIRE(elab(text, fn).ok());
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Status st = c.build(fn, builtin_catalog());
+    omp_set_num_threads(before);
+    return st;
+  };
+  {  // ladder(12000): 24,001 devices, over the two-thread threshold
+    Circuit two, one;
+    REQUIRE(build(ladder(12000), two, 2).ok());
+    REQUIRE(build(ladder(12000), one, 1).ok());
+    CHECK(two.devices().size() == one.devices().size());
+    CHECK(two.nonlinear());
+    CHECK(two.Ap() == one.Ap());
+    CHECK(two.Ai() == one.Ai());
+    CHECK(two.diag() == one.diag());
+    REQUIRE(two.n() == one.n());
+    for (int u = 0; u < two.n(); ++u)
+      if (two.unknowns()[u].name != one.unknowns()[u].name) FAIL_CHECK("unknown " << u << " differs");
+    CHECK(two.devices()[24000]->name() == "d11999");  // the last, made by the second thread
+  }
+  // A resistance that only create() finds wrong (its model's length reduction leaves a negative length), at the
+  // front and the back of the deck, and both: the first in device order, on two threads as on one.
+  const std::string model = ".model rbad r(rsh=10 short=6u)\n";
+  auto bad = [&](int at) { return fmt::format("rbad{0} n{0} 0 rbad l=10u w=1u\n", at); };
+  for (const std::string& extra : {bad(3), bad(11990), bad(3) + bad(11990)}) {
+    std::string text = ladder(12000, model);
+    for (int at : {3, 11990})
+      if (extra.find(bad(at)) != std::string::npos)
+        text.insert(text.find("r" + std::to_string(at) + " "), bad(at));
+    Circuit two, one;
+    const Status a = build(text, two, 2), b = build(text, one, 1);
+    REQUIRE_FALSE(a.ok());
+    REQUIRE_FALSE(b.ok());
+    CHECK(a.errors[0].message == b.errors[0].message);
+    CHECK(a.errors[0].loc.line == b.errors[0].loc.line);
+    CHECK(a.errors[0].message.find(extra.substr(0, extra.find(' '))) != std::string::npos);
+  }
+}
+
 TEST_CASE("NameIndex: 8-byte slots keep every name through rehashes, find duplicates and misses") {
   std::vector<std::string> names;
   for (int i = 0; i < 100000; ++i) names.push_back("n" + std::to_string(i * 7919 % 100003));
