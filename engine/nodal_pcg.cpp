@@ -146,7 +146,10 @@ bool NodalPcg::build(const double* Ax) {
     for (const FillAt& x : at) fill[next[x.r]++] = x;
   }
 
-  // M's pattern, row by row with columns ascending; the value recipe.
+  // M's pattern, row by row with columns ascending; the value recipe. (Sized for the most they can hold, A's entries
+  // and the fill: not grown by doubling, each growth a copy into fresh pages.)
+  Mj_.reserve(static_cast<size_t>(nnz) + at.size());
+  gather_.reserve(static_cast<size_t>(nnz));
   Mp_.assign(m + 1, 0);
   Mdiag_.assign(m, -1);
   std::vector<int> col_q(m, -1), cols;

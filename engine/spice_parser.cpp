@@ -233,6 +233,8 @@ void SpiceParser::flush() {
   const size_t m = queued_.size();
   std::vector<DeviceInstance>& devices = out_.devices;  // (queued at the top level only)
   const size_t base = devices.size();
+  if (m >= kTwoThreadLines && devices.capacity() >= base + m)  // (the records constructed here, reserved)
+    populate_pages(devices.data() + base, m * sizeof(DeviceInstance));
   devices.resize(base + m);
   for (int c = 'a'; c <= 'z'; ++c) type_of_letter(static_cast<char>(c));  // the cache filled before threads read it
   // Reading: each line into its place (ok[k]: a device), in blocks claimed by one or two threads.

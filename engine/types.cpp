@@ -1,12 +1,37 @@
 // Formatting of diagnostics: file:line:col, the offending line and a caret under the column.
 #include "engine/types.hpp"
+#include <omp.h>
+#include <sys/mman.h>
+#include <cstdint>
 #include <cstring>
+#include <thread>
 #include <memory>
 #include <fmt/format.h>
 #include <mutex>
 #include <unordered_map>
 
 namespace anasim {
+
+void populate_pages(const void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  constexpr size_t kMin = size_t(4) << 20;
+  if (bytes < kMin || omp_get_max_threads() < 2 || omp_in_parallel()) return;
+  const size_t page = 4096;
+  const std::uintptr_t b = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+  if (e <= b) return;
+  const std::uintptr_t mid = b + ((e - b) / 2 & ~(page - 1));
+  auto populate = [](std::uintptr_t from, std::uintptr_t to) {
+    if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);  // (failure: no-op)
+  };
+  std::thread helper(populate, mid, e);
+  populate(b, mid);
+  helper.join();
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 namespace {
 // The registry behind SourceFile: objects live for the process, or until the SourceScope that collected them ends.

@@ -37,6 +37,16 @@ namespace detail {
 std::vector<std::pair<size_t, size_t>> line_spans(std::string_view text);
 }  // namespace detail
 
+// Makes the pages of [p, p + bytes) resident and writable, on two threads (this one and a helper), before one
+// thread constructs a large array there: the page faults of that thread (each a trap, a zeroed page and its
+// accounting) become two threads' batched population (Linux 5.14 MADV_POPULATE_WRITE: ~1.1 against ~1.7 us per
+// 4 KiB page measured on this project's 2-core VM). The contents are not changed (pages already resident stay as
+// they are), so it is safe on memory in use. A no-op below 4 MiB, on one thread (OpenMP limit 1, or inside a
+// parallel region), and where the kernel lacks it (the construction then faults as it goes). Used where the SPICE
+// reader and the elaboration construct their records of a flat deck (784x128 crossbar deck: 53 and 94 MB; whole
+// run 0.621 -> 0.593 s, median of 21 alternated runs).
+void populate_pages(const void* p, size_t bytes);
+
 // A text that source locations point into: a path and, if known, the physical lines of what was read from
 // it. Registered texts live for the rest of the process (diagnostics can outlive the netlist read from the
 // file), or until the SourceScope open on the registering thread ends; a run registers one per file read, plus

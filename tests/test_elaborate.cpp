@@ -3,6 +3,7 @@
 // one (long runs of devices, Elaborator::flatten_run); topology errors as in small ones.
 #include <doctest/doctest.h>
 #include <cmath>
+#include <cstdint>
 #include <omp.h>
 #include <string>
 #include <fmt/format.h>
@@ -209,6 +210,21 @@ TEST_CASE("circuit build: devices created on two threads as on one (pattern, unk
     CHECK(a.errors[0].loc.line == b.errors[0].loc.line);
     CHECK(a.errors[0].message.find(extra.substr(0, extra.find(' '))) != std::string::npos);
   }
+}
+
+TEST_CASE("populate_pages: memory in use keeps its contents, reserved memory is then filled as usual") {
+  std::vector<std::uint64_t> v(3u << 20);  // 24 MB, over the 4 MiB from which two threads populate
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i * 2654435761u;
+  std::vector<std::uint64_t> w;
+  w.reserve(v.size());
+  populate_pages(v.data() + 1, (v.size() - 1) * sizeof(std::uint64_t));  // unaligned start
+  populate_pages(w.data(), w.capacity() * sizeof(std::uint64_t));
+  populate_pages(v.data(), 100);  // small: nothing to do
+  bool same = true;
+  for (size_t i = 0; i < v.size(); ++i) same = same && v[i] == i * 2654435761u;
+  CHECK(same);
+  w.assign(v.begin(), v.end());
+  CHECK(w == v);
 }
 
 TEST_CASE("NameIndex: 8-byte slots keep every name through rehashes, find duplicates and misses") {
