@@ -28,7 +28,11 @@ struct UnionFind {
   }
 };
 
-// Devices from which Circuit::build works on two threads. Measured (2 cores, whole runs): see build().
+// Devices from which Circuit::build creates them on two threads and checks the topology beside the compilation of
+// the pattern (the threshold of the reader's and the elaboration's two threads). Measured against the same build
+// with the threshold out of reach (2 cores, whole runs, medians of 15 alternated, 2026-11-25): 784x128 crossbar
+// deck 0.683 -> 0.633 s, 256x64 0.112 -> 0.104 s; the build's devices 0.068 -> ~0.035 s, the topology checks'
+// 0.020 s off the critical path.
 constexpr size_t kTwoThreadBuild = 20000;
 
 }  // namespace
