@@ -1,4 +1,4 @@
-// Formatting of diagnostics: file:line:col, the offending line and a caret under the column.
+// Formatting of diagnostics: file:line:col, the offending line and a caret under the column; populate_pages.
 #include "engine/types.hpp"
 #include <omp.h>
 #include <sys/mman.h>
