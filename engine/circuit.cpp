@@ -1,11 +1,9 @@
 // Circuit construction: device instantiation, unknown allocation, sparse pattern compilation and
 // topology checks (voltage-source loops, nodes without a DC path to ground).
 #include "engine/circuit.hpp"
+#include "engine/two_threads.hpp"
 #include <algorithm>
-#include <exception>
 #include <numeric>
-#include <thread>
-#include <omp.h>
 #include <fmt/format.h>
 
 namespace anasim {
@@ -179,31 +177,16 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     }
     return i1;
   };
-  const bool two = nd >= kTwoThreadBuild && omp_get_max_threads() >= 2 && !omp_in_parallel() &&
+  const bool two = nd >= kTwoThreadBuild && second_thread_allowed() &&
                    std::none_of(fn.devices.begin(), fn.devices.end(),
                                 [](const FlatDevice& fd) { return fd.type->create_reads_files; });
   const size_t half = two ? nd / 2 : nd;
   Status st_back;
-  size_t bad_back = nd;
-  std::exception_ptr thrown;
-  std::thread worker;
+  size_t bad = nd, bad_back = nd;
   if (two)
-    worker = std::thread([&] {
-      try {
-        bad_back = create(half, nd, st_back);
-      } catch (...) {
-        thrown = std::current_exception();
-      }
-    });
-  size_t bad = nd;
-  try {
-    bad = create(0, half, st);
-  } catch (...) {
-    if (worker.joinable()) worker.join();
-    throw;
-  }
-  if (worker.joinable()) worker.join();
-  if (thrown) std::rethrow_exception(thrown);
+    run_beside([&] { bad_back = create(half, nd, st_back); }, [&] { bad = create(0, half, st); });
+  else
+    bad = create(0, nd, st);
   if (bad < half) {
     devices_.resize(bad);
     return st;
@@ -280,21 +263,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   // threads, side by side, where the devices were created on two.
   Status topo;
   if (two) {
-    std::thread checker([&] {
-      try {
-        topo = check_topology();
-      } catch (...) {
-        thrown = std::current_exception();
-      }
-    });
-    try {
-      b.compile();
-    } catch (...) {
-      checker.join();
-      throw;
-    }
-    checker.join();
-    if (thrown) std::rethrow_exception(thrown);
+    run_beside([&] { topo = check_topology(); }, [&] { b.compile(); });
   } else {
     b.compile();
     topo = check_topology();

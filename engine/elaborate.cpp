@@ -9,12 +9,10 @@
 #include <set>
 #include <string_view>
 #include <atomic>
-#include <exception>
 #include <mutex>
-#include <thread>
-#include <omp.h>
 #include <fmt/format.h>
 #include "engine/name_index.hpp"
+#include "engine/two_threads.hpp"
 
 namespace anasim {
 
@@ -316,7 +314,7 @@ class Elaborator {
   Status flatten_run(const std::vector<DeviceInstance>& devs, size_t i0, size_t i1, const std::string& prefix,
                      const MapNode& map_node, const Scope& scope, const ModelScope& models) {
     const size_t base = out_.devices.size(), n = i1 - i0;
-    const bool two = prefix.empty() && n >= kTwoThreadRun && omp_get_max_threads() >= 2 && !omp_in_parallel();
+    const bool two = prefix.empty() && n >= kTwoThreadRun && second_thread_allowed();
     if (two && out_.devices.capacity() >= base + n)  // (run() reserved them: the records constructed below are
       populate_pages(out_.devices.data() + base, n * sizeof(FlatDevice));  // 94 MB for the 784x128 deck)
     out_.devices.resize(base + n);
@@ -340,7 +338,6 @@ class Elaborator {
     struct End {
       size_t fail = static_cast<size_t>(-1);
       Status status;
-      std::exception_ptr error;
       std::vector<std::pair<size_t, std::string>> warnings;
     };
     End fr, bk;
@@ -359,14 +356,9 @@ class Elaborator {
       return true;
     };
     auto front_work = [&] {  // block after block until the ends meet or a device fails
-      try {
-        for (size_t blk; (blk = claim(true)) < blocks;)
-          if (!run_block(blk, fr)) break;
-      } catch (...) {
-        fr.error = std::current_exception();
-        fr.fail = 0;
-      }
-      if (fr.fail < n || fr.error) stop_back();
+      for (size_t blk; (blk = claim(true)) < blocks;)
+        if (!run_block(blk, fr)) break;
+      if (fr.fail < n) stop_back();
     };
     auto names = [&] {
       // The names of earlier devices are in out_.devices; this run's are its instances' (top level, two threads)
@@ -394,26 +386,24 @@ class Elaborator {
     };
     if (!two) {
       front_work();
-      if (fr.error) std::rethrow_exception(fr.error);
       names();
     } else {
-      std::thread worker(front_work);
-      try {
+      auto back_work = [&] {  // the names, then blocks from the back, their warnings kept aside
         names();
-        t_warnings_ = &bk.warnings;
+        struct Keep {
+          explicit Keep(std::vector<std::pair<size_t, std::string>>* w) { t_warnings_ = w; }
+          ~Keep() { t_warnings_ = nullptr; }
+        } keep(&bk.warnings);
         for (size_t blk; (blk = claim(false)) < blocks;) {
           t_device_ = blk * kBlock;
           if (!run_block(blk, bk)) break;
         }
-        t_warnings_ = nullptr;
-      } catch (...) {
-        t_warnings_ = nullptr;
+      };
+      // (an exception on either thread ends the other's work early, at its next device)
+      run_beside(front_work, back_work, [&] {
         fail_names.store(0);
-        worker.join();
-        throw;
-      }
-      worker.join();
-      if (fr.error) std::rethrow_exception(fr.error);
+        stop_back();
+      });
       // The back's warnings in device order, after the front's (all at earlier devices).
       std::stable_sort(bk.warnings.begin(), bk.warnings.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -4,6 +4,7 @@
 #include "engine/output.hpp"
 #include "engine/output_file.hpp"
 #include "engine/piece_writer.hpp"
+#include "engine/two_threads.hpp"
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -16,7 +17,6 @@
 #include <mutex>
 #include <thread>
 #include <filesystem>
-#include <omp.h>
 #include <system_error>
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -146,8 +146,7 @@ std::vector<Piece> table_pieces(size_t nc, long rows) {
 bool write_table(const AnalysisResult& a, long rows, OutputFile& f) {
   const std::vector<Column> cols = table_columns(a);
   const std::vector<Piece> pieces = table_pieces(cols.size(), rows);
-  const bool two = cols.size() * static_cast<size_t>(rows + 1) >= 2 * kPieceNumbers && omp_get_max_threads() >= 2 &&
-                   !omp_in_parallel();
+  const bool two = cols.size() * static_cast<size_t>(rows + 1) >= 2 * kPieceNumbers && second_thread_allowed();
   auto format = [&](size_t k, fmt::memory_buffer& b) {
     const Piece& p = pieces[k];
     if (p.c0 > 0) b.push_back(',');

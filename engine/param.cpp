@@ -62,40 +62,36 @@ void ParamValues::release() {
   given = {};
 }
 
-void ParamValues::set_loc(size_t i, const SourceLoc& l) {
+void ParamValues::set_loc(size_t i, const SourceLoc& where) {
+  const SourceLoc l = where;  // (a copy: `where` may lie in the block replaced below)
   if (slot_[i]) {
     locs_[slot_[i] - 1] = l;
     return;
   }
   if (nlocs_ == cap_) {  // a larger block (a parameter given beyond the room made for it)
     ParamValues grown;
-    const size_t n = value.size();
-    grown.allocate(n, std::min<size_t>(n, 2 * cap_ + 2));
-    std::copy(value.begin(), value.end(), grown.value.begin());
-    std::copy(given.begin(), given.end(), grown.given.begin());
-    std::copy(slot_, slot_ + n, grown.slot_);
-    std::copy(locs_, locs_ + nlocs_, grown.locs_);
-    grown.nlocs_ = nlocs_;
-    std::swap(locs_, grown.locs_);
-    std::swap(slot_, grown.slot_);
-    std::swap(value, grown.value);
-    std::swap(given, grown.given);
-    std::swap(cap_, grown.cap_);
-    std::swap(nlocs_, grown.nlocs_);
+    grown.copy_block(*this, std::min<size_t>(value.size(), 2 * cap_ + 2));
+    grown.table = table;
+    grown.extra_ = std::move(extra_);
+    *this = std::move(grown);
   }
   locs_[nlocs_] = l;
   slot_[i] = ++nlocs_;
 }
 
-ParamValues::ParamValues(const ParamValues& o)
-    : table(o.table), extra_(o.extra_ ? std::make_unique<Extra>(*o.extra_) : nullptr) {
+void ParamValues::copy_block(const ParamValues& o, size_t cap) {
   const size_t n = o.value.size();
-  allocate(n, o.nlocs_);
+  allocate(n, cap);
   std::copy(o.value.begin(), o.value.end(), value.begin());
   std::copy(o.given.begin(), o.given.end(), given.begin());
   if (n > 0) std::copy(o.slot_, o.slot_ + n, slot_);
   std::copy(o.locs_, o.locs_ + o.nlocs_, locs_);
   nlocs_ = o.nlocs_;
+}
+
+ParamValues::ParamValues(const ParamValues& o)
+    : table(o.table), extra_(o.extra_ ? std::make_unique<Extra>(*o.extra_) : nullptr) {
+  copy_block(o, o.nlocs_);
 }
 
 ParamValues::ParamValues(ParamValues&& o) noexcept

@@ -138,6 +138,8 @@ struct ParamValues {
   // value and given of size n and room for `cap` locations in one heap block (cap SourceLoc at locs_, then n
   // double, then n char given, then n slot_): slot_ zero (no locations), the rest uninitialised.
   void allocate(size_t n, size_t cap);
+  // o's values, given flags and locations into a fresh block with room for `cap` locations (cap >= o.nlocs_).
+  void copy_block(const ParamValues& o, size_t cap);
   void release();
   std::unique_ptr<Extra> extra_;
   SourceLoc* locs_ = nullptr;      // the block; locations of given values, in the order they were set

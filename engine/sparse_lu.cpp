@@ -14,6 +14,7 @@
 #include <Eigen/Dense>
 #include <fmt/format.h>
 #include "engine/module.hpp"
+#include "engine/two_threads.hpp"
 
 namespace anasim {
 
@@ -631,7 +632,7 @@ bool SparseLU<T>::analyze_direct() {
   const int* Ap = Ap_;
   const int* Ai = Ai_;
   const bool can_split = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&
-                         omp_get_max_threads() >= 2 && !omp_in_parallel();
+                         second_thread_allowed();
   if (solver_ == LinearSolver::Auto && single_ && can_split && hint_.empty()) {
     // One factorization on two threads, no ordering hint: the two-half split is tried first, and the multifrontal
     // choice (AMD's estimate of the whole matrix, then UMFPACK) is made only if it finds no separator. Measured on

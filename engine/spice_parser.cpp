@@ -11,10 +11,8 @@
 // The reader is split by topic (engine/spice_reader.hpp lists the files); this file reads files line by line,
 // dispatches each logical line, runs .control scripts' commands and holds the entry points of engine/parse.hpp.
 #include "engine/spice_reader.hpp"
+#include "engine/two_threads.hpp"
 #include <atomic>
-#include <exception>
-#include <thread>
-#include <omp.h>
 
 namespace anasim {
 namespace spice {
@@ -245,7 +243,10 @@ void SpiceParser::flush() {
     LLine L;
     L.segs.resize(1);
     Tokens t;
-    t_diags_ = &diags;
+    struct Collect {  // this thread's messages into diags while it reads (also when it throws)
+      explicit Collect(std::vector<Diagnostic>* d) { t_diags_ = d; }
+      ~Collect() { t_diags_ = nullptr; }
+    } collect(&diags);
     for (size_t k0; (k0 = next.fetch_add(kBlock)) < m;)
       for (size_t k = k0; k < std::min(m, k0 + kBlock); ++k) {
         const Queued& q = queued_[k];
@@ -262,29 +263,10 @@ void SpiceParser::flush() {
         }
         ok[k] = device_fields(L, t, devices[base + k]);
       }
-    t_diags_ = nullptr;
   };
   std::vector<Diagnostic> diags, diags2;
-  if (m >= kTwoThreadLines && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
-    std::exception_ptr error;
-    std::thread worker([&] {
-      try {
-        read(diags2);
-      } catch (...) {
-        error = std::current_exception();
-        next.store(m);
-      }
-    });
-    try {
-      read(diags);
-    } catch (...) {
-      t_diags_ = nullptr;
-      next.store(m);
-      worker.join();
-      throw;
-    }
-    worker.join();
-    if (error) std::rethrow_exception(error);
+  if (m >= kTwoThreadLines && second_thread_allowed()) {
+    run_beside([&] { read(diags2); }, [&] { read(diags); }, [&] { next.store(m); });
     diags.insert(diags.end(), std::make_move_iterator(diags2.begin()), std::make_move_iterator(diags2.end()));
     std::stable_sort(diags.begin(), diags.end(), [](const Diagnostic& a, const Diagnostic& b) {
       return a.line < b.line;

@@ -1,10 +1,9 @@
 // Formatting of diagnostics: file:line:col, the offending line and a caret under the column; populate_pages.
 #include "engine/types.hpp"
-#include <omp.h>
+#include "engine/two_threads.hpp"
 #include <sys/mman.h>
 #include <cstdint>
 #include <cstring>
-#include <thread>
 #include <memory>
 #include <fmt/format.h>
 #include <mutex>
@@ -15,7 +14,7 @@ namespace anasim {
 void populate_pages(const void* p, size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
   constexpr size_t kMin = size_t(4) << 20;
-  if (bytes < kMin || omp_get_max_threads() < 2 || omp_in_parallel()) return;
+  if (bytes < kMin || !second_thread_allowed()) return;
   const size_t page = 4096;
   const std::uintptr_t b = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
   const std::uintptr_t e = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
@@ -24,9 +23,7 @@ void populate_pages(const void* p, size_t bytes) {
   auto populate = [](std::uintptr_t from, std::uintptr_t to) {
     if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);  // (failure: no-op)
   };
-  std::thread helper(populate, mid, e);
-  populate(b, mid);
-  helper.join();
+  run_beside([&] { populate(mid, e); }, [&] { populate(b, mid); });
 #else
   (void)p;
   (void)bytes;

@@ -3,6 +3,7 @@
 // (Az = nullptr).
 #include "engine/umfpack_lu.hpp"
 #include "engine/module.hpp"
+#include "engine/two_threads.hpp"
 #include <algorithm>
 #include <condition_variable>
 #include <functional>
@@ -179,10 +180,6 @@ constexpr double kSplitMinEntries = 2e5;
 // ... and only where the split's critical path is at most this fraction of the serial substitution.
 constexpr double kSplitMaxCost = 0.8;
 
-// Whether the substitutions may take a second thread: OpenMP would give two and no parallel region is running
-// (Monte Carlo trials, the NN paths' threads, which have the cores already).
-bool two_threads() { return !omp_in_parallel() && omp_get_max_threads() >= 2; }
-
 int uf_find(std::vector<int>& parent, int a) {
   while (parent[a] != a) a = parent[a] = parent[parent[a]];
   return a;
@@ -312,7 +309,7 @@ bool UmfpackLU<T>::make_plain() {
     // u_top are solved last, so a row of that part references the rows it has entries in and the rows with entries
     // in its column (Up, Ui: U by columns, each column ending in its diagonal), those after it being added later.
     // (Only where plain_solve could use them: two OpenMP threads and no parallel region running.)
-    if (p->Lp[n_] + p->Up[n_] >= kSplitMinEntries && two_threads()) {
+    if (p->Lp[n_] + p->Up[n_] >= kSplitMinEntries && second_thread_allowed()) {
       const int n = n_;
       std::vector<double> work(n);
       for (int i = 0; i < n; ++i) work[i] = 1 + p->Lp[i + 1] - p->Lp[i];
@@ -423,9 +420,9 @@ void UmfpackLU<T>::plain_solve(double* b) {
   // L z = y, then U w = z from the last row up: each row a dot product with the entries solved before it.
   const int *Lp = p.Lp.data(), *Lj = p.Lj.data(), *Up = p.Up.data(), *Uj = p.Uj.data();
   const double *Lx = p.Lx.data(), *Ux = p.Ux.data(), *D = p.Udiag.data();
-  // Two threads where the schedule has them and two_threads(): the rows of each set in the same order and with the
-  // same arithmetic, so the same numbers.
-  if (!p.lrows[0].empty() && two_threads()) {
+  // Two threads where the schedule has them and second_thread_allowed(): the rows of each set in the same order and
+  // with the same arithmetic, so the same numbers.
+  if (!p.lrows[0].empty() && second_thread_allowed()) {
     auto lower = [&](int t) {
       for (int i : p.lrows[t]) y[i] -= row_dot(Lj, Lx, Lp[i], Lp[i + 1], y);
     };
