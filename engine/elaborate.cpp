@@ -34,8 +34,8 @@ struct ModelScope {
 Status apply_tolerances(FlatDevice& fd, const std::vector<ParamAssign>& assigns, const Scope& scope,
                         const Variation* var) {
   for (const auto& pa : assigns) {
-    if (!pa.tolerance || pa.tolerance->tol.text.empty()) continue;
-    const ValueExpr& tv = pa.tolerance->tol;
+    if (!pa.tol()) continue;
+    const ValueExpr& tv = *pa.tol();
     const int i = fd.params.index_of(pa.name);
     if (i < 0 || fd.type->params[i].kind != ParamKind::Real)
       return Status::input(fmt::format("parameter '{}' of {} '{}' cannot take a tolerance", pa.name,
@@ -207,7 +207,8 @@ class Elaborator {
     }
     if (warned_.insert(text).second) warnings_.push_back(std::move(text));
   }
-  // flatten_run: where the warnings of the thread that runs the back end go (nullptr: warn() as usual).
+  // flatten_run: where the warnings of the thread that runs the back end go (nullptr: warn() as usual), each with
+  // t_device_, the first device of the block it came from (the blocks' warnings are put in order by it).
   static thread_local std::vector<std::pair<size_t, std::string>>* t_warnings_;
   static thread_local size_t t_device_;
 

@@ -50,6 +50,8 @@ struct ParamAssign {
   // Monte Carlo tolerance (`anasim run --mc`; YAML netlists), null or an empty tol = none. Behind a pointer: a
   // netlist of 10^5 devices has none, and each parameter would carry 80 bytes for it.
   std::shared_ptr<const Tolerance> tolerance;
+  // The tolerance given, or null (none, or an empty tol).
+  const ValueExpr* tol() const { return tolerance && !tolerance->tol.text.empty() ? &tolerance->tol : nullptr; }
 };
 
 // One device or subcircuit-instance line.

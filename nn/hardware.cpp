@@ -197,9 +197,9 @@ Status hardware_from_section(const ParsedSection& sec, const Scope& scope, Hardw
       st.merge(Status::input("expected 'opamp' to be a mapping {model: part, parameter: value}", e.values.empty() ? e.loc : e.values[0].loc));
       continue;
     }
-    if (e.tolerance && !e.tolerance->tol.text.empty()) {
+    if (const ValueExpr* tol = e.tol()) {
       st.merge(Status::input(fmt::format("hardware: '{}' takes no tolerance (mismatch: sigma_g, rf_tol, vos_sigma, ...)",
-                                         e.name), e.tolerance->tol.loc));
+                                         e.name), tol->loc));
       continue;
     }
     if (e.name.rfind("opamp.", 0) == 0) {

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 #include <cmath>
 #include <cstdint>
-#include <omp.h>
 #include <string>
 #include <fmt/format.h>
 #include "devices/registry.hpp"
@@ -13,6 +12,7 @@
 #include "engine/elaborate.hpp"
 #include "engine/name_index.hpp"
 #include "engine/parse.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 
@@ -34,11 +34,8 @@ Status elab(const std::string& text, FlatNetlist& fn, int threads = 2) {
   ParsedNetlist pn;
   Status st = parse_spice_string(text, "ladder.cir", builtin_catalog(), pn);
   if (!st) return st;
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  st = elaborate(pn, builtin_catalog(), fn);
-  omp_set_num_threads(before);
-  return st;
+  test_support::OmpThreads limit(threads);
+  return elaborate(pn, builtin_catalog(), fn);
 }
 
 // The devices of a and b are the same: names, types, nodes, parameter and model values.
@@ -109,10 +106,11 @@ TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subci
       return elaborate(pn, builtin_catalog(), fn);
     };
     Status a = with_dup(""), b = with_dup(sub);
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(1);
-    Status c = with_dup("");
-    omp_set_num_threads(before);
+    Status c;
+    {
+      test_support::OmpThreads one(1);
+      c = with_dup("");
+    }
     REQUIRE_FALSE(a.ok());
     REQUIRE_FALSE(b.ok());
     REQUIRE_FALSE(c.ok());
@@ -173,11 +171,8 @@ TEST_CASE("circuit build: devices created on two threads as on one (pattern, unk
   auto build = [](const std::string& text, Circuit& c, int threads) {
     FlatNetlist fn;
     REQUIRE(elab(text, fn).ok());
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    Status st = c.build(fn, builtin_catalog());
-    omp_set_num_threads(before);
-    return st;
+    test_support::OmpThreads limit(threads);
+    return c.build(fn, builtin_catalog());
   };
   {  // ladder(12000): 24,001 devices, over the two-thread threshold
     Circuit two, one;

@@ -12,6 +12,7 @@
 #include <Eigen/Sparse>
 #include "engine/sparse_lu.hpp"
 #include "engine/umfpack_lu.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 
@@ -83,16 +84,10 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return d / big;
 }
 
-struct TwoThreads {
-  int saved = omp_get_max_threads();
-  TwoThreads() { omp_set_num_threads(2); }
-  ~TwoThreads() { omp_set_num_threads(saved); }
-};
-
 }  // namespace
 
 TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solves") {
-  TwoThreads threads;
+  test_support::OmpThreads threads(2);
   constexpr int W = 140, H = 90;
   const Csc A = mna_grid(W, H, 1e-2);
   REQUIRE(A.rows() >= SparseLU<double>::kSplitMinUnknowns);
@@ -143,7 +138,7 @@ Csc block_diag(const std::vector<Csc>& blocks) {
 }  // namespace
 
 TEST_CASE("sparse LU: disconnected circuits are split between components or around the largest") {
-  TwoThreads threads;
+  test_support::OmpThreads threads(2);
   SUBCASE("two equal circuits: one per half, no separator") {
     const Csc A = block_diag({mna_grid(90, 70, 1e-2), mna_grid(90, 70, 2e-2)});
     REQUIRE(A.rows() >= SparseLU<double>::kSplitMinUnknowns);
@@ -188,7 +183,7 @@ TEST_CASE("sparse LU: small systems and one thread are not split") {
 }
 
 TEST_CASE("sparse LU: a singular matrix falls back to the whole matrix and names a singular unknown") {
-  TwoThreads threads;
+  test_support::OmpThreads threads(2);
   Csc A = mna_grid(140, 90, 1e-2);
   // Disconnect node 4321 entirely (its row and column become zero): A is singular.
   const int dead = 4321;
@@ -453,7 +448,7 @@ TEST_CASE("sparse LU: plain substitutions on two threads give the one-thread num
     omp_set_num_threads(saved);
   }
   {
-    TwoThreads two_threads;
+    test_support::OmpThreads two_threads(2);
     two = b;
     lu.solve(two.data());
   }
@@ -595,7 +590,6 @@ TEST_CASE("sparse LU: crossbar op with KLU and UMFPACK, KCL residual and column 
 
 #include <chrono>
 #include <fstream>
-#include "tests/test_support.hpp"
 
 namespace {
 // The crossbar of xbar_deck as a YAML netlist with one crossbar device (conductances xbar_g through a CSV file)

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <memory>
 #include <unistd.h>
-#include <omp.h>
 #include "engine/parse.hpp"
 #include "tests/parser_test_support.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 
@@ -536,11 +536,8 @@ TEST_CASE("spice parser: a large deck reads the same on two threads as on one") 
     return s + ".endl\n.op\n.end\n";  // (.endl warns, unless the error limit stopped the reader before it)
   };
   auto parse = [](const std::string& text, int threads, ParsedNetlist& pn) {
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    Status st = parse_spice_string(text, "big.cir", cat(), pn);
-    omp_set_num_threads(before);
-    return st;
+    test_support::OmpThreads limit(threads);
+    return parse_spice_string(text, "big.cir", cat(), pn);
   };
   for (int bad_every : {0, 9999, 3}) {  // none, some, past the error limit
     CAPTURE(bad_every);

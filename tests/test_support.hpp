@@ -1,5 +1,6 @@
-// Helpers every test file may use: per-process scratch directories and substring checks.
+// Helpers every test file may use: per-process scratch directories, substring checks, the OpenMP thread limit.
 #pragma once
+#include <omp.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,16 @@
 #include <unistd.h>
 
 namespace anasim::test_support {
+
+// The OpenMP thread limit set to n while the object lives (the large-input paths take a second thread only where
+// the limit allows one: tests compare one thread with two).
+struct OmpThreads {
+  explicit OmpThreads(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OmpThreads() { omp_set_num_threads(saved); }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+  int saved;
+};
 
 // A fresh, empty directory <tmp>/anasim_tests_<pid>/<area>/<name>; the per-process root is removed when the test
 // program exits, whether its tests passed or failed (ANASIM_KEEP_SCRATCH=1 in the environment keeps it, for
