@@ -167,11 +167,19 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   // of one thread: the first half's warnings, then the second's, and the first failure in device order.
   const size_t nd = fn.devices.size();
   devices_.resize(nd);
-  auto create = [&](size_t i0, size_t i1, Status& s) {  // index of the first device that failed, or i1
+  // Each device at the circuit's temperature as it is made (set_temperature only sets the device's own values).
+  const Temperature temp = fn.options.temperature();
+  ++temperature_epoch_;
+  bool nonlinear_back = false;
+  auto create = [&](size_t i0, size_t i1, Status& s, bool& nonlinear) {  // the first device that failed, or i1
     for (size_t k = i0; k < i1; ++k) {
       const FlatDevice& fd = fn.devices[k];
       devices_[k] = fd.type->create(fd, s);
-      if (devices_[k]) continue;
+      if (devices_[k]) {
+        devices_[k]->set_temperature(temp);
+        nonlinear = nonlinear || devices_[k]->nonlinear();
+        continue;
+      }
       if (s.ok()) s.merge(Status::input(fmt::format("cannot create {} '{}'", fd.type->long_name, fd.name), fd.loc));
       return k;
     }
@@ -184,9 +192,10 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   Status st_back;
   size_t bad = nd, bad_back = nd;
   if (two)
-    run_beside([&] { bad_back = create(half, nd, st_back); }, [&] { bad = create(0, half, st); });
+    run_beside([&] { bad_back = create(half, nd, st_back, nonlinear_back); },
+               [&] { bad = create(0, half, st, nonlinear_); });
   else
-    bad = create(0, nd, st);
+    bad = create(0, nd, st, nonlinear_);
   if (bad < half) {
     devices_.resize(bad);
     return st;
@@ -196,8 +205,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     devices_.resize(bad_back);
     return st;
   }
-  for (const auto& d : devices_) nonlinear_ = nonlinear_ || d->nonlinear();
-  set_temperature(fn.options.temperature());
+  nonlinear_ = nonlinear_ || nonlinear_back;
 
   CircuitBuilder b(*this);
   state_devices_.clear();

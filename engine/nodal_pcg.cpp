@@ -243,6 +243,11 @@ bool NodalPcg::factor(const double* Ax) {
   };
   std::vector<Edge> edges;
   std::vector<int> bucket_of;
+  {  // (sized for every off-diagonal pair: not grown by doubling, each growth a copy into fresh pages)
+    const size_t pairs = static_cast<size_t>(Mp_[m] - m) / 2 + 1;
+    edges.reserve(pairs);
+    bucket_of.reserve(pairs);
+  }
   constexpr int kExp = 2100, kBias = 1075;
   std::vector<int> count(kExp + 1, 0);
   for (int i = 0; i < m; ++i)
@@ -266,6 +271,7 @@ bool NodalPcg::factor(const double* Ax) {
   };
   std::vector<int> fp(m + 1, 0);
   std::vector<Edge> tree;
+  tree.reserve(m);
   for (const Edge& e : sorted) {
     int a = find(e.i), b = find(Mj_[e.q]);
     if (a == b) continue;

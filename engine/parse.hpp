@@ -23,6 +23,9 @@ Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNe
 // Same as above on in-memory text; `pseudo_name` is used in locations and to resolve relative includes.
 Status parse_spice_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                           ParsedNetlist& out);
+// The same, taking the text over (a deck of 10^6 lines is not copied).
+Status parse_spice_string(std::string&& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                          ParsedNetlist& out);
 Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,
                          ParsedNetlist& out, const AnalysisCatalog* analyses);
 Status parse_yaml_string(const std::string& text, const std::string& pseudo_name, const DeviceCatalog& cat,

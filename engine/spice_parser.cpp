@@ -363,11 +363,11 @@ std::string SpiceParser::known_keys() const {
 namespace {
 using spice::SpiceParser;
 
-Status run_spice(const std::string& text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out) {
+Status run_spice(std::string text, const std::string& name, const DeviceCatalog& cat, ParsedNetlist& out) {
   out = ParsedNetlist{};
   out.file = name;
   SpiceParser p(cat, out);
-  p.parse_text(name, text, true, 0);
+  p.parse_text(name, std::move(text), true, 0);
   p.finish();
   return p.status();
 }
@@ -379,13 +379,18 @@ Status parse_spice_string(const std::string& text, const std::string& pseudo_nam
   return run_spice(text, pseudo_name, cat, out);
 }
 
+Status parse_spice_string(std::string&& text, const std::string& pseudo_name, const DeviceCatalog& cat,
+                          ParsedNetlist& out) {
+  return run_spice(std::move(text), pseudo_name, cat, out);
+}
+
 Status parse_spice(const std::string& path, const DeviceCatalog& cat, ParsedNetlist& out) {
   std::string text, why;
   if (!detail::read_text_file(path, text, why)) {
     out = ParsedNetlist{};
     return Status::input(fmt::format("cannot open netlist '{}': {}", path, why));
   }
-  return run_spice(text, path, cat, out);
+  return run_spice(std::move(text), path, cat, out);
 }
 
 namespace detail {
