@@ -561,9 +561,10 @@ bool SparseLU<T>::prefers_multifrontal(int n, const int* Ap, const int* Ai) {
 
 template <class T>
 std::vector<int> SparseLU<T>::hinted_order(int n, const int* Ap, const int* Ai) const {
-  if (hint_.empty() || hint_.size() < kHintMinShare * n) return {};
+  const std::vector<int>& h = hint();
+  if (h.empty() || h.size() < kHintMinShare * n) return {};
   std::vector<int> rest(n, -1);  // unknown -> its index among the unknowns the hint leaves out, or -2
-  for (int u : hint_) {
+  for (int u : h) {
     if (u < 0 || u >= n || rest[u] == -2) return {};  // not a set of this pattern's unknowns
     rest[u] = -2;
   }
@@ -587,7 +588,7 @@ std::vector<int> SparseLU<T>::hinted_order(int n, const int* Ap, const int* Ai) 
     if (!amd_fill_estimate(static_cast<int>(glob.size()), sp.data(), si.data(), lnz, pairs, &perm)) return {};
     for (int k : perm) order.push_back(glob[k]);
   }
-  order.insert(order.end(), hint_.begin(), hint_.end());
+  order.insert(order.end(), h.begin(), h.end());
   return order;
 }
 
@@ -633,7 +634,7 @@ bool SparseLU<T>::analyze_direct() {
   const int* Ai = Ai_;
   const bool can_split = std::is_same_v<T, double> && allow_split_ && n >= kSplitMinUnknowns &&
                          second_thread_allowed();
-  if (solver_ == LinearSolver::Auto && single_ && can_split && hint_.empty()) {
+  if (solver_ == LinearSolver::Auto && single_ && can_split && hint().empty()) {
     // One factorization on two threads, no ordering hint: the two-half split is tried first, and the multifrontal
     // choice (AMD's estimate of the whole matrix, then UMFPACK) is made only if it finds no separator. Measured on
     // the 256x64 crossbar deck's operating point (split either way): 0.192-0.198 -> 0.179-0.184 s, the whole
@@ -687,6 +688,7 @@ template <class T>
 std::unique_ptr<SparseLU<T>> SparseLU<T>::sibling() const {
   auto s = std::make_unique<SparseLU<T>>();
   s->hint_ = hint_;
+  s->hint_source_ = hint_source_;
   s->single_ = single_;
   s->allow_split_ = allow_split_;
   s->solver_ = solver_;

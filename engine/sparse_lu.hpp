@@ -45,6 +45,7 @@
 // orderings: 512x512 crossbar 1.7 s (5.0e9 flops against METIS's 6.8e9), 1024x1024 18.6 s against 32.5 s.
 #pragma once
 #include <complex>
+#include <functional>
 #include <memory>
 #include <vector>
 #include <klu.h>
@@ -145,7 +146,17 @@ class SparseLU {
   // elimination order; e.g. a crossbar's nested dissection by its geometry); the other unknowns go first, in
   // AMD's order of the matrix they form. Used at the next analyze() if it covers at least kHintMinShare of the
   // unknowns and UMFPACK runs (Umfpack, or Auto from kMultifrontalMinUnknowns unknowns).
-  void set_ordering_hint(std::vector<int> order) { hint_ = std::move(order); }
+  void set_ordering_hint(std::vector<int> order) {
+    hint_ = std::move(order);
+    hint_source_ = nullptr;
+  }
+  // The same, computed by `source` only when a factorization first needs it (never where conjugate gradients
+  // solve the system: the 784x128 crossbar deck's hint is a walk over its 302,000 devices). `source` must stay
+  // callable for this object's life (and its siblings').
+  void set_ordering_hint(std::function<std::vector<int>()> source) {
+    hint_.clear();
+    hint_source_ = std::move(source);
+  }
   // Whether the caller factors this pattern's values only once (a linear circuit without states: its operating
   // point). Only then does UMFPACK take AMD's order where its fill is moderate (kAmdMaxPairsPerUnknown): with many
   // numeric factorizations (Newton on a nonlinear circuit, a transient's step changes) METIS's ordering is paid
@@ -213,7 +224,16 @@ class SparseLU {
   // does not apply to pattern (n, Ap, Ai).
   std::vector<int> hinted_order(int n, const int* Ap, const int* Ai) const;
   int n_ = 0;
-  std::vector<int> hint_;  // set_ordering_hint's order
+  // set_ordering_hint's order: hint() takes it from hint_source_ on first use.
+  const std::vector<int>& hint() const {
+    if (hint_source_) {
+      hint_ = hint_source_();
+      hint_source_ = nullptr;
+    }
+    return hint_;
+  }
+  mutable std::vector<int> hint_;
+  mutable std::function<std::vector<int>()> hint_source_;
   bool single_ = false;    // set_single_factorization
   const int* Ap_ = nullptr;
   const int* Ai_ = nullptr;
