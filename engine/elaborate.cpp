@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <utility>
 #include <atomic>
 #include <mutex>
 #include <fmt/format.h>
@@ -110,7 +111,8 @@ class Elaborator {
     if (out_.devices.empty() && !only_extensions) {
       return Status::input("the netlist defines no devices", SourceLoc::whole(pn_.file));
     }
-    for (auto& fd : out_.devices) {
+    for (size_t d : bound_) {
+      FlatDevice& fd = out_.devices[d];
       if (fd.control.empty()) continue;
       const size_t k = names_.find(fd.control, names_of(out_.devices));
       const FlatDevice* c = k == NameIndex::npos ? nullptr : &out_.devices[k];
@@ -340,6 +342,7 @@ class Elaborator {
       size_t fail = static_cast<size_t>(-1);
       Status status;
       std::vector<std::pair<size_t, std::string>> warnings;
+      std::vector<size_t> bound;  // its devices that name a controlling source or hold expressions (see bound_)
     };
     End fr, bk;
     auto run_block = [&](size_t blk, End& e) {
@@ -347,7 +350,9 @@ class Elaborator {
       for (size_t k = blk * kBlock; k < k1; ++k) {
         if (k > fail_names.load(std::memory_order_relaxed)) return false;
         const DeviceInstance& inst = devs[i0 + k];
-        Status st = device_checked(inst, prefix + inst.name, prefix, out_.devices[base + k], scope, models, map_node);
+        FlatDevice& fd = out_.devices[base + k];
+        Status st = device_checked(inst, prefix + inst.name, prefix, fd, scope, models, map_node);
+        if (st && (!fd.control.empty() || !std::as_const(fd.params).expr().empty())) e.bound.push_back(base + k);
         if (!st) {
           e.fail = k;
           e.status = std::move(st);
@@ -410,6 +415,9 @@ class Elaborator {
                        [](const auto& a, const auto& b) { return a.first < b.first; });
       for (auto& [k, w] : bk.warnings) warn(std::move(w));
     }
+    bound_.insert(bound_.end(), fr.bound.begin(), fr.bound.end());
+    std::sort(bk.bound.begin(), bk.bound.end());  // (the back's blocks were taken from the end)
+    bound_.insert(bound_.end(), bk.bound.begin(), bk.bound.end());
     const size_t fail_params = std::min(fr.fail, bk.fail), dup = fail_names.load();
     const size_t bad = std::min(fail_params, dup);
     if (bad < n) out_.devices.resize(base + bad);  // the devices before it, complete
@@ -528,7 +536,8 @@ class Elaborator {
   // Binds the quantities of behavioural expressions to nodes and branch-carrying devices, once every
   // device is flattened (an expression may name a node or source defined further down).
   Status resolve_expressions() {
-    for (auto& fd : out_.devices) {
+    for (size_t d : bound_) {
+      FlatDevice& fd = out_.devices[d];
       for (auto& ce : fd.params.expr()) {
         if (!ce) continue;
         for (ExprQuantity& q : ce->quantities()) {
@@ -688,6 +697,10 @@ class Elaborator {
   std::map<std::string, const SubcktDef*> subckts_;
   NameIndex node_ids_;  // node name -> NodeId, into out_.node_names (ground "0" is not in it)
   NameIndex names_;     // device name -> index into out_.devices
+  // The devices, ascending, that name a controlling source (F, H) or hold compiled expressions: what is bound to
+  // the circuit once every device is in (a pass over these instead of all: 302,000 on the 784x128 crossbar deck).
+  // After a failed run it may name devices no longer in out_.devices (elaboration then stops).
+  std::vector<size_t> bound_;
   mutable std::vector<std::string> warnings_;  // warn(): returned with the result
   mutable std::set<std::string> warned_;
 };

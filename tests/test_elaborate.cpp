@@ -10,6 +10,7 @@
 #include "devices/resistor.hpp"
 #include "engine/circuit.hpp"
 #include "engine/elaborate.hpp"
+#include "engine/expr.hpp"
 #include "engine/name_index.hpp"
 #include "engine/parse.hpp"
 #include "tests/test_support.hpp"
@@ -135,6 +136,38 @@ TEST_CASE("elaborate: a large flat netlist matches the same netlist with a subci
   CHECK(a.warnings[0].find("rw50") != std::string::npos);
   CHECK(a.warnings[2].find("rw14000") != std::string::npos);
   CHECK(same_devices(wa, wb));
+
+  // What is bound once every device is in (controlling sources, the quantities of expressions), at the front, the
+  // middle and the back of a long run, each naming a device or node further down or up: the same on two threads
+  // as on one; an undefined controlling source at the back is the same error.
+  std::string bound = ladder(15000, "vc2 c2 0 dc 1\nf2 n5 0 vc1 2\nb2 nb2 0 v=v(n14999)*2\nrb2 nb2 0 1k\n");
+  bound.insert(bound.find("r7000 "), "f1 n3 0 vc2 3\nb1 nb1 0 i=i(vc1)\nrb1 nb1 0 1k\n");
+  bound.insert(bound.find("r50 "), "vc1 c1 0 dc 1\nrc1 c1 0 1k\nh0 nh0 0 vc2 5\nrh0 nh0 0 1k\n");
+  auto bindings = [](const FlatNetlist& fn) {
+    std::vector<std::string> out;
+    for (const FlatDevice& fd : fn.devices) {
+      if (fd.control_type) out.push_back(fd.name + " -> " + fd.control + " (" + fd.control_type->key + ")");
+      for (const auto& ce : fd.params.expr())
+        if (ce)
+          for (const ExprQuantity& q : ce->quantities())
+            out.push_back(fd.name + " reads " + q.name + " node " + std::to_string(q.node.v) + " " + q.device_key);
+    }
+    return out;
+  };
+  FlatNetlist ba, bb;
+  REQUIRE(elab(bound, ba).ok());
+  REQUIRE(elab(bound, bb, 1).ok());
+  const std::vector<std::string> two_b = bindings(ba), one_b = bindings(bb);
+  CHECK(two_b.size() == 5);
+  CHECK(two_b == one_b);
+  CHECK(same_devices(ba, bb));
+  FlatNetlist ea, eb;
+  const std::string bad = bound.substr(0, bound.find(".op")) + "fbad n9 0 vnone 2\n.op\n.end\n";
+  const Status sa = elab(bad, ea), sb = elab(bad, eb, 1);
+  REQUIRE_FALSE(sa.ok());
+  REQUIRE_FALSE(sb.ok());
+  CHECK(sa.errors[0].message.find("'vnone'") != std::string::npos);
+  CHECK(sa.errors[0].message == sb.errors[0].message);
 }
 
 TEST_CASE("circuit build: a large netlist reports the topology errors of a small one") {
