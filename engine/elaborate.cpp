@@ -382,7 +382,12 @@ class Elaborator {
         }
         FlatDevice& fd = out_.devices[base + k];
         fd.nodes.reserve(inst.nodes.size());
-        for (const std::string& nm : inst.nodes) fd.nodes.push_back(node(map_node(nm)));
+        if (prefix.empty()) {  // the top level maps every name to itself but ground's (no string built)
+          for (const std::string& nm : inst.nodes)
+            fd.nodes.push_back(is_ground_name(nm) ? NodeId(0) : node(nm));
+        } else {
+          for (const std::string& nm : inst.nodes) fd.nodes.push_back(node(map_node(nm)));
+        }
         if (!names_.try_emplace(two ? std::string_view(inst.name) : std::string_view(fd.name), base + k, name_of)
                  .second) {
           fail_names.store(k);
