@@ -305,6 +305,13 @@ static int run_command(int argc, char** argv) {
 // Under mpirun every rank runs the command (the Monte Carlo drivers share out their trials); rank 0 alone prints
 // and writes, and a failure on any rank ends every rank (dist::fail) instead of leaving the others waiting.
 int main(int argc, char** argv) {
+  // glibc's heap: blocks up to 32 MB come from the heap, where later blocks reuse what earlier ones freed, instead of
+  // fresh mappings whose every page faults anew (glibc's default starts at 128 kB and rises only as such blocks
+  // are freed); the heap's top goes back to the system beyond 64 MB (malloc_trim, called where memory must go back,
+  // returns it all). Measured on the 784x128 crossbar deck: 118,500 -> 103,800 page faults, 0.51 -> 0.49 s (medians
+  // of 12 alternated runs).
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
   dist::init(&argc, &argv);
   remove_temporaries_on_signals();
   if (!dist::is_root())
