@@ -455,7 +455,10 @@ class Elaborator {
   template <class MapNode>
   Status compile_expressions(FlatDevice& fd, const std::string& full, const std::string& prefix, const Scope& scope,
                              const MapNode& map_node) const {
-    for (size_t i = 0; i < fd.params.expr().size(); ++i) {
+    // (read through const: the non-const expr() would give every device a table of extra values, 72 bytes and an
+    // allocation each, where only devices whose table has expression parameters need one)
+    const size_t n_expr = std::as_const(fd.params).expr().size();
+    for (size_t i = 0; i < n_expr; ++i) {
       if (!fd.params.has(static_cast<int>(i))) continue;
       auto ce = std::make_shared<CompiledExpr>();
       const ExprNameMap names{map_node, [&](const std::string& d) { return prefix + d; }};
@@ -543,6 +546,7 @@ class Elaborator {
   Status resolve_expressions() {
     for (size_t d : bound_) {
       FlatDevice& fd = out_.devices[d];
+      if (std::as_const(fd.params).expr().empty()) continue;  // (a controlled source: no table of extra values)
       for (auto& ce : fd.params.expr()) {
         if (!ce) continue;
         for (ExprQuantity& q : ce->quantities()) {
