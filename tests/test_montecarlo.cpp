@@ -2,12 +2,12 @@
 // the same seed gives identical numbers whatever the thread count, and the nominal run ignores tolerances.
 #include <doctest/doctest.h>
 #include <cmath>
-#include <omp.h>
 #include "devices/registry.hpp"
 #include "engine/elaborate.hpp"
 #include "engine/montecarlo.hpp"
 #include "engine/parse.hpp"
 #include "engine/simulate.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 
@@ -48,11 +48,10 @@ TEST_CASE("montecarlo: spread matches the tolerances, seeds reproduce, threads d
   CHECK(out.max <= 0.5 + 6 * s_out);
 
   REQUIRE(run_monte_carlo(pn, builtin_catalog(), 4000, 7, b).ok());
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  Status st = run_monte_carlo(pn, builtin_catalog(), 4000, 7, c);
-  omp_set_num_threads(threads);
-  REQUIRE(st.ok());
+  {
+    test_support::OmpThreads one(1);
+    REQUIRE(run_monte_carlo(pn, builtin_catalog(), 4000, 7, c).ok());
+  }
   CHECK(find(b, "op/v(out)").values == out.values);
   CHECK(find(c, "op/v(out)").values == out.values);
 

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
-#include <omp.h>
 #include "devices/registry.hpp"
 #include "engine/export_spice.hpp"
 #include "engine/rawfile.hpp"
@@ -20,6 +19,7 @@
 #include "nn/hardware.hpp"
 #include "nn/model_io.hpp"
 #include "nn/netlist_builder.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 using namespace anasim::nn;
@@ -186,11 +186,10 @@ TEST_CASE("nn exact: results do not depend on the thread count") {
   c.read_noise = 2e-7;
   REQUIRE(map_network(s.net, c, s.x, s.map).ok());
   realize(s.map, 9, 1, s.hw);
-  const int saved = omp_get_max_threads();
   std::vector<int> cls[2];
   std::vector<long> codes[2];
   for (int t : {1, 2}) {
-    omp_set_num_threads(t);
+    test_support::OmpThreads limit(t);
     FastEvaluator fe;
     FastOptions o;
     o.chunk = 8;  // several chunks on both threads
@@ -211,10 +210,9 @@ TEST_CASE("nn exact: results do not depend on the thread count") {
   mo.sweep_values = {"0.02", "0.1"};
   McReport r[2];
   for (int t : {1, 2}) {
-    omp_set_num_threads(t);
+    test_support::OmpThreads limit(t);
     REQUIRE(run_mc(s.net, c, s.x, test, mo, r[t - 1]).ok());
   }
-  omp_set_num_threads(saved);
   REQUIRE(r[0].points.size() == 2);
   for (size_t p = 0; p < 2; ++p) CHECK(r[0].points[p].accuracy == r[1].points[p].accuracy);
   CHECK(r[0].points[0].accuracy.size() == 3);

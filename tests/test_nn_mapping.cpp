@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
-#include <omp.h>
 #include <unistd.h>
 #include "devices/registry.hpp"
 #include "engine/circuit.hpp"
@@ -232,13 +231,11 @@ TEST_CASE("nn mapping: the calibration is the same bit for bit on 1, 2 and 3 thr
   const MatrixRf x = code_inputs(300, 784, 9);
   HardwareConfig c = default_hardware_config();
   c.calib_samples = 300;
-  const int saved = omp_get_max_threads();
   MappedNetwork m[3];
   for (int t = 1; t <= 3; ++t) {
-    omp_set_num_threads(t);
+    test_support::OmpThreads limit(t);
     REQUIRE(map_network(net, c, x, m[t - 1]).ok());
   }
-  omp_set_num_threads(saved);
   for (int t = 1; t < 3; ++t)
     for (size_t l = 0; l < m[0].layers.size(); ++l) {
       INFO("threads ", t + 1, ", layer ", l);

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 #include <H5Cpp.h>
-#include <omp.h>
 #include <unistd.h>
 #include "nn/dataset.hpp"
 #include "nn/mlp.hpp"
@@ -68,10 +67,11 @@ Mlp train_bars(const TrainOptions& o, int threads, const std::vector<int>& sizes
   const Dataset d = bars(210, 20, 5);
   Mlp net;
   REQUIRE(make_mlp(sizes, o.seed, net).ok());
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  Status st = train(net, d, nullptr, o, {});
-  omp_set_num_threads(saved);
+  Status st;
+  {
+    test_support::OmpThreads limit(threads);
+    st = train(net, d, nullptr, o, {});
+  }
   REQUIRE_MESSAGE(st.ok(), st.to_string());
   return net;
 }

@@ -4,11 +4,11 @@
 // grid with almost no tie to ground), each handed to the direct solver by SparseLU with the same answer.
 #include <doctest/doctest.h>
 #include <cmath>
-#include <omp.h>
 #include <vector>
 #include <Eigen/Sparse>
 #include "engine/nodal_pcg.hpp"
 #include "engine/sparse_lu.hpp"
+#include "tests/test_support.hpp"
 
 using namespace anasim;
 
@@ -223,9 +223,8 @@ TEST_CASE("nodal PCG: the same iterates on one thread and on two (a system large
   const int n = A.rows();
   std::vector<std::vector<double>> x;
   std::vector<int> steps;
-  const int before = omp_get_max_threads();
   for (int threads : {1, 2}) {
-    omp_set_num_threads(threads);
+    test_support::OmpThreads limit(threads);
     NodalPcg cg;
     REQUIRE(cg.analyze(n, A.outerIndexPtr(), A.innerIndexPtr()));
     REQUIRE(cg.factor(A.valuePtr()));
@@ -233,7 +232,6 @@ TEST_CASE("nodal PCG: the same iterates on one thread and on two (a system large
     REQUIRE(cg.solve(x.back().data()));
     steps.push_back(cg.last_iterations());
   }
-  omp_set_num_threads(before);
   CHECK(steps[0] == steps[1]);
   CHECK(x[0] == x[1]);  // bit for bit
   CHECK(max_diff(x[0], klu_solution(A, b), 0, 2 * 220 * 120) < 1e-11);

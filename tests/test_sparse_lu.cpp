@@ -172,13 +172,13 @@ TEST_CASE("sparse LU: small systems and one thread are not split") {
   SparseLU<double> lu;
   solve_with(lu, A, b, true);
   CHECK_FALSE(lu.split());
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
   const Csc big = mna_grid(140, 90, 1e-2);
   std::vector<double> bb(big.rows(), 1.0);
   SparseLU<double> one;
-  solve_with(one, big, bb, true);
-  omp_set_num_threads(saved);
+  {
+    test_support::OmpThreads limit(1);
+    solve_with(one, big, bb, true);
+  }
   CHECK_FALSE(one.split());
 }
 
@@ -231,12 +231,15 @@ std::string diode_crossbar_deck(int rows, int cols) {
 
 TEST_CASE("sparse LU: op and transient of a large nonlinear circuit agree split and unsplit") {
   const std::string deck = diode_crossbar_deck(100, 64);
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  const RunResults one = anasim::test::run_deck(deck);
-  omp_set_num_threads(2);
-  const RunResults two = anasim::test::run_deck(deck);
-  omp_set_num_threads(saved);
+  RunResults one, two;
+  {
+    test_support::OmpThreads limit(1);
+    one = anasim::test::run_deck(deck);
+  }
+  {
+    test_support::OmpThreads limit(2);
+    two = anasim::test::run_deck(deck);
+  }
   REQUIRE(two.unknowns >= SparseLU<double>::kSplitMinUnknowns);
   REQUIRE(one.analyses.size() == 2);
   REQUIRE(two.analyses.size() == 2);
@@ -441,11 +444,9 @@ TEST_CASE("sparse LU: plain substitutions on two threads give the one-thread num
   REQUIRE(lu.plain());
   CHECK(lu.split_substitution());
   {
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
+    test_support::OmpThreads one_thread(1);
     one = b;
     lu.solve(one.data());
-    omp_set_num_threads(saved);
   }
   {
     test_support::OmpThreads two_threads(2);
