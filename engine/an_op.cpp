@@ -149,8 +149,6 @@ bool apply_guess(const Circuit& c, const FlatNetlist& fn, std::vector<double>& x
   return true;
 }
 
-constexpr size_t kTwoThreadSignals = 20000;
-
 Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::vector<int>& out, AnalysisResult& res) {
   auto t0 = std::chrono::steady_clock::now();
   NewtonSolver s(c, fn.options);
@@ -159,17 +157,16 @@ Status run_op(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std::v
   // many: the 784x128 crossbar deck's 202,656 take 17 ms, hidden behind the solve's single-threaded setup (op 0.135
   // -> 0.117 s), and their 202,656 value blocks ~5 ms more.
   std::optional<Recorder> rec;
+  auto signals = [&] {
+    rec.emplace(c, out, res);
+    rec->reserve(1);
+  };
   Status st;
-  if (out.size() >= kTwoThreadSignals && second_thread_allowed())
-    run_beside(
-        [&] {
-          rec.emplace(c, out, res);
-          rec->reserve(1);
-        },
-        [&] { st = s.operating_point(); });
-  else {
+  if (out.size() >= kTwoThreadItems && second_thread_allowed()) {
+    run_beside(signals, [&] { st = s.operating_point(); });
+  } else {
     st = s.operating_point();
-    if (st) rec.emplace(c, out, res);
+    if (st) signals();
   }
   if (!st) return st;
   res.kind = "op";

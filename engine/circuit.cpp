@@ -26,13 +26,6 @@ struct UnionFind {
   }
 };
 
-// Devices from which Circuit::build creates them on two threads and checks the topology beside the compilation of
-// the pattern (the threshold of the reader's and the elaboration's two threads). Measured against the same build
-// with the threshold out of reach (2 cores, whole runs, medians of 15 alternated, 2026-11-25): 784x128 crossbar
-// deck 0.683 -> 0.633 s, 256x64 0.112 -> 0.104 s; the build's devices 0.068 -> ~0.035 s, the topology checks'
-// 0.020 s off the critical path.
-constexpr size_t kTwoThreadBuild = 20000;
-
 }  // namespace
 
 class CircuitBuilder : public Allocator, public PatternBuilder {
@@ -162,9 +155,12 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
   n_states_ = 0;
   nonlinear_ = false;
 
-  // The devices, in netlist order. A flat deck of kTwoThreadBuild devices or more has them created on two threads
+  // The devices, in netlist order. A flat deck of kTwoThreadItems devices or more has them created on two threads
   // (the first half here, the second on a worker), unless a type's create() reads files; the messages are those
-  // of one thread: the first half's warnings, then the second's, and the first failure in device order.
+  // of one thread: the first half's warnings, then the second's, and the first failure in device order. Measured
+  // against the same build with the threshold out of reach (2 cores, whole runs, medians of 15 alternated,
+  // 2026-11-25): 784x128 crossbar deck 0.683 -> 0.633 s, 256x64 0.112 -> 0.104 s; the build's devices 0.068 ->
+  // ~0.035 s, the topology checks (beside the pattern's compilation, below) 0.020 s off the critical path.
   const size_t nd = fn.devices.size();
   devices_.resize(nd);
   // Each device at the circuit's temperature as it is made (set_temperature only sets the device's own values).
@@ -185,7 +181,7 @@ Status Circuit::build(const FlatNetlist& fn, const DeviceCatalog&) {
     }
     return i1;
   };
-  const bool two = nd >= kTwoThreadBuild && second_thread_allowed() &&
+  const bool two = nd >= kTwoThreadItems && second_thread_allowed() &&
                    std::none_of(fn.devices.begin(), fn.devices.end(),
                                 [](const FlatDevice& fd) { return fd.type->create_reads_files; });
   const size_t half = two ? nd / 2 : nd;

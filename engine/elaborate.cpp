@@ -304,7 +304,7 @@ class Elaborator {
   // names come out in the same order however the first pass is split. The error reported is the first in device
   // order, and for one device its own before a duplicate name; out_.devices keeps the devices before it.
   //
-  // A long run at the top level (kTwoThreadRun devices: a flat deck) takes both passes at once on two threads:
+  // A long run at the top level (kTwoThreadItems devices: a flat deck) takes both passes at once on two threads:
   // this one numbers the nodes and enters the names (a run's names are then its instances' names), a second thread
   // fills in the devices from the front, and this one joins it from the back when the names are in, in blocks
   // claimed under a lock. Warnings keep their device order (the back's are collected and added after the front's).
@@ -312,12 +312,11 @@ class Elaborator {
   // (elaboration 0.28 -> 0.20 s), 256x64 (50,000) 0.131 -> 0.114 s, a 180x48 deck (26,000) 0.071 -> 0.069 s; 128x32
   // (12,500) the same time, and a 5,000-device crossbar transient 0.7 MB more memory (the second thread's heap)
   // for nothing, hence the threshold.
-  static constexpr size_t kTwoThreadRun = 20000;
   template <class MapNode>
   Status flatten_run(const std::vector<DeviceInstance>& devs, size_t i0, size_t i1, const std::string& prefix,
                      const MapNode& map_node, const Scope& scope, const ModelScope& models) {
     const size_t base = out_.devices.size(), n = i1 - i0;
-    const bool two = prefix.empty() && n >= kTwoThreadRun && second_thread_allowed();
+    const bool two = prefix.empty() && n >= kTwoThreadItems && second_thread_allowed();
     if (two && out_.devices.capacity() >= base + n)  // (run() reserved them: the records constructed below are
       populate_pages(out_.devices.data() + base, n * sizeof(FlatDevice));  // 94 MB for the 784x128 deck)
     out_.devices.resize(base + n);

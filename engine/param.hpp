@@ -104,7 +104,9 @@ struct ParamValues {
   // Values of the List, Text and Expr kinds, sized like the table only if it has parameters of that kind
   // (most devices have none: their ParamValues then carry one null pointer instead of three vectors).
   // list: numbers of List parameters; text: raw text of Text and Expr parameters (quotes stripped, "" if not
-  // given); expr: Expr parameters compiled by elaboration.
+  // given); expr: Expr parameters compiled by elaboration. The non-const accessors make the (then empty) vectors
+  // where there are none, an allocation per call on a device without such parameters: read through a const
+  // reference (std::as_const) where the values are only looked at.
   std::vector<std::vector<double>>& list() { return extra().list; }
   const std::vector<std::vector<double>>& list() const { return extra_ ? extra_->list : kNoExtra.list; }
   std::vector<std::string>& text() { return extra().text; }

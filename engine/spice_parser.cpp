@@ -231,7 +231,7 @@ void SpiceParser::flush() {
   const size_t m = queued_.size();
   std::vector<DeviceInstance>& devices = out_.devices;  // (queued at the top level only)
   const size_t base = devices.size();
-  if (m >= kTwoThreadLines && devices.capacity() >= base + m)  // (the records constructed here, reserved)
+  if (m >= kTwoThreadItems && devices.capacity() >= base + m)  // (the records constructed here, reserved)
     populate_pages(devices.data() + base, m * sizeof(DeviceInstance));
   devices.resize(base + m);
   for (int c = 'a'; c <= 'z'; ++c) type_of_letter(static_cast<char>(c));  // the cache filled before threads read it
@@ -265,7 +265,7 @@ void SpiceParser::flush() {
       }
   };
   std::vector<Diagnostic> diags, diags2;
-  if (m >= kTwoThreadLines && second_thread_allowed()) {
+  if (m >= kTwoThreadItems && second_thread_allowed()) {
     run_beside([&] { read(diags2); }, [&] { read(diags); }, [&] { next.store(m); });
     diags.insert(diags.end(), std::make_move_iterator(diags2.begin()), std::make_move_iterator(diags2.end()));
     std::stable_sort(diags.begin(), diags.end(), [](const Diagnostic& a, const Diagnostic& b) {

@@ -111,11 +111,9 @@ class SpiceParser {
   // The top level's plain device lines (one physical line each, not a subcircuit instance) are queued and read in
   // batches by flush(), which any other line, and finish(), calls first: reading a batch's lines has no effect on
   // the parser's state but their errors and warnings, so it may run on two threads (a batch of at least
-  // kTwoThreadLines lines), each line's messages kept aside with its place; then, in line order, the messages go
+  // kTwoThreadItems lines), each line's messages kept aside with its place; then, in line order, the messages go
   // out and the names are checked for duplicates, exactly as device() does line by line. Measured against one
-  // thread (2 cores, whole runs): the 784x128 crossbar deck 1.02x, 256x64 1.04x; the threshold as elaboration's
-  // (Elaborator::flatten_run: below it a second thread's heap costs memory for no time).
-  static constexpr size_t kTwoThreadLines = 20000;
+  // thread (2 cores, whole runs): the 784x128 crossbar deck 1.02x, 256x64 1.04x.
   static constexpr size_t kBatchLines = size_t(1) << 16;  // flushed at this many
   struct Queued {  // a queued line: its text in file->lower and its position
     const SrcFile* file;

@@ -517,7 +517,7 @@ TEST_CASE("spice parser: past the error limit, .func calls are not expanded any 
   CHECK(std::count(st.warnings.begin(), st.warnings.end(), "stopped after 20 errors") == 1);
 }
 
-// Device lines are queued and read in batches, on two threads from kTwoThreadLines lines (SpiceParser::flush): the
+// Device lines are queued and read in batches, on two threads from kTwoThreadItems lines (SpiceParser::flush): the
 // same devices, errors and warnings, in the same order, as on one thread, with dot cards, continuation lines and
 // subcircuit instances between them, a duplicate name, bad lines, warnings, and the error limit.
 TEST_CASE("spice parser: a large deck reads the same on two threads as on one") {
