@@ -291,7 +291,7 @@ void FastEvaluator::Impl::sweep_block(Batch& w, int l0, int l1, bool warm_start)
     for (int b = 0; b < kLanes; ++b) w.sweeps[b] += !done[b];
     Vd worst{};
     const Vm act = ~done;
-    const Vd tol_newton = (verify ? splat(1.0) : splat(kLooseTol)) * ts;
+    const Vd tol_newton = verify ? splat(ts) : splat(std::max(kLooseTol, ts));  // (see kLooseTol, fast_sweeps.cpp)
     for (int l = l0; l < l1; ++l) {
       const FastLayer& f = layers[l];
       const Kernel& K = f.kernel;

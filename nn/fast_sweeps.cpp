@@ -26,7 +26,10 @@ constexpr double kLinearMax = 1e-3;
 // Linear moves below this (relative to |x| + 1 mV) need no verifying check: the second-order error, ~ (move /
 // thermal voltage)^2 for the diodes, stays below 1e-13 (at the DC tolerance; see tiny_linear for looser ones).
 constexpr double kNoCheck = 1e-7;
-// Tolerance multiplier of the Newton solves between verifications.
+// Tolerance multiplier of the Newton solves between verifications (against the DC tolerance, 1e-12: a 1e-8 relative
+// stop). Never applied on top of a looser solve's own scale (Work::tol_scale, a transient step's 1e8): the solution a
+// loose solve leaves counts as a Newton solution, which the verification does not check again, so its stop has to
+// stay where the Newton step just taken makes the remaining error negligible (quadratically smaller).
 constexpr double kLooseTol = 1e4;
 
 }  // namespace
@@ -246,10 +249,10 @@ void FastEvaluator::Impl::sweep(Work& w, int l0, int l1, std::uint64_t sample, b
         }
         if (newton) {
           const bool warm = state != 0;
-          // Outside verification a looser stop (1e-8 relative) suffices: the Newton step just taken makes the
-          // error quadratically smaller, and the verifying check enforces the full tolerance.
+          // Outside verification a looser stop (1e-8 relative, kLooseTol) suffices: the Newton step just taken
+          // makes the error quadratically smaller.
           ++n_newton;
-          int it = K.solve(in, x, lim, warm, 0.0, 0.0, J, piv, (verify ? 1.0 : kLooseTol) * w.tol_scale);
+          int it = K.solve(in, x, lim, warm, 0.0, 0.0, J, piv, verify ? w.tol_scale : std::max(kLooseTol, w.tol_scale));
           if (it < 0) it = K.robust_solve(in, x, lim, warm && state != 3 ? xn : w.old.data(), warm, it, J, piv);
           if (it < 0) {
             w.failed = true;

@@ -34,7 +34,9 @@ struct FastTranOptions {
   long max_points = 1'000'000;  // accepted time points per image before giving up
   // Largest step, in units of the engine's (TransientOptions: tstop / points), except across the edge of a last-layer
   // output's settling band, where steps are at most the engine's (the settling time is a linear interpolation).
-  double step_factor = 2;  // measured: 2 keeps the settling time within ~2e-4 of the engine's, 5 only ~1e-3
+  // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25): 2 keeps the settling times and
+  // energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only 1.3e-3 (the trapezoidal rule's global error).
+  double step_factor = 2;
   // While every last-layer output is inside its band, the largest step is tail_factor times the above: the settling
   // time and the energy up to it are then decided (an output leaving the band again redoes its step finely), and
   // the run only has to confirm that nothing leaves the band.
@@ -45,8 +47,8 @@ struct FastTranOptions {
   // 100 uV.) The DC states before and after the step keep the DC path's tolerance. Measured (2026-11-25): on the
   // shipped 784-128-10 network, 400 images, 1e-6 -> 1e-4 takes 23.4 -> 15.9 ms of wall time per image (2 threads;
   // 4.1 -> 2.7 sweeps per step) and moves settling times and energies by at most 5.5e-5; against the engine
-  // (tests/test_nn_fast_tran.cpp, 24-8-4 analog, 20 images) the worst difference goes from 2.4e-4 to 6.2e-4, one
-  // image whose output grazes its band edge (1e-5 gave 6.0e-4, 3e-4 and 1e-3 only 1.04x and 1.05x faster).
+  // (tests/test_nn_fast_tran.cpp, 24-8-4 analog, 20 images) the worst difference is 2.8e-4 (3e-4 and 1e-3 were
+  // only 1.04x and 1.05x faster).
   double newton_reltol = 1e-4;
 };
 

@@ -44,7 +44,7 @@ struct Prepared {
 };
 
 struct Setup : Prepared {
-  Setup(const std::vector<int>& sizes, MappingMode mode, int images) {
+  Setup(const std::vector<int>& sizes, MappingMode mode, int images, const FastTranOptions& to = {}) {
     REQUIRE(make_mlp(sizes, 3, net).ok());
     Rng rng(5);
     for (auto& l : net.layers)
@@ -58,7 +58,7 @@ struct Setup : Prepared {
     REQUIRE(set_hardware_param(cfg, "opamp.level", "2").ok());
     REQUIRE(map_network(net, cfg, x, map).ok());
     realize(map, cfg.seed, 0, hw);
-    REQUIRE(ft.prepare(hw).ok());
+    REQUIRE(ft.prepare(hw, {}, to).ok());
   }
 };
 
@@ -87,8 +87,8 @@ struct Shipped : Prepared {
 // step is default_tstop / 500). The engine's initial operating point starts from the fast DC path's state before
 // the step (image_transient's warm start).
 // The images also run through the lanes (FastTransient::run_block), which must agree with the engine to the same
-// tolerances.
-void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
+// tolerances: energy within tol_e, settling time within 1e-2 (relative), the same classes.
+void compare(Prepared& s, int n, double tstop, int engine_points = 500, double tol_e = 1e-3) {
   std::vector<LayerCodes> all(n);
   std::vector<std::vector<LayerVoltages>> all_v(n);
   for (int k = 0; k < n; ++k) all[k] = s.codes(k, all_v[k]);
@@ -136,7 +136,7 @@ void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
                         ref.engine.refactorizations, ref.engine.rejected, ref.seconds_build));
     for (int p = 0; p < kNumEnergyParts; ++p)
       MESSAGE(fmt::format("  {}: {:.6g} / {:.6g}", energy_part_name(p), fast.energy_parts_j[p], ref.energy_parts_j[p]));
-    CHECK(de <= 1e-3);
+    CHECK(de <= tol_e);
     CHECK(dt <= 1e-2);
     CHECK(fast.cls == ref.cls);
     CHECK(fast.cls_at == ref.cls_at);
@@ -145,7 +145,7 @@ void compare(Prepared& s, int n, double tstop, int engine_points = 500) {
     const double bdt = ref.settle_s > 0 ? std::fabs(bl.settle_s - ref.settle_s) / ref.settle_s : bl.settle_s;
     MESSAGE(fmt::format("  in a block of 8: settle {:.6g} s ({:.2e}), energy {:.6g} J ({:.2e}), points {}", bl.settle_s,
                         bdt, bl.energy_j, bde, bl.timepoints));
-    CHECK(bde <= 1e-3);
+    CHECK(bde <= tol_e);
     CHECK(bdt <= 1e-2);
     CHECK(bl.cls == ref.cls);
     CHECK(bl.cls_at == ref.cls_at);
@@ -170,6 +170,19 @@ int images_from_env(int dflt) {
 TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (analog, 24-8-4)") {
   Setup s({24, 8, 4}, MappingMode::Analog, 24);
   compare(s, images_from_env(20), 10e-6);
+}
+
+// Longer steps and a looser truncation tolerance than the defaults: the fast path then differs from the engine by its
+// truncation error (measured 1.3e-3), and no more. Before the sweeps' loose Newton stop was bounded (kLooseTol,
+// nn/fast_sweeps.cpp), a step's solve could end one Newton iteration from its start (a tolerance of 100% and 1 V);
+// a rectifier's diode then sat 3.6 V forward at an accepted point, and energies were off by 21% here (by 1e38 J on
+// the shipped network).
+TEST_CASE("nn fast transient: with longer steps, still within its truncation error of the engine (analog, 24-8-4)") {
+  FastTranOptions to;
+  to.step_factor = 4;
+  to.reltol = 3e-3;
+  Setup s({24, 8, 4}, MappingMode::Analog, 24, to);
+  compare(s, images_from_env(20), 10e-6, 500, 5e-3);
 }
 
 TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (hybrid, 24-8-4)") {
