@@ -156,10 +156,15 @@ template <class T> T from_vcc(const T& io) {
 }
 
 // Power [W] the rails vpos/vneg [V] deliver to an op-amp with quiescent current iq [A] that drives io [A] into its
-// output (the output current split between the rails by from_vcc).
-inline double rail_power(double iq, double vpos, double vneg, double io) {
-  const double ip = from_vcc(io);
+// output (the output current split between the rails by from_vcc). T = double, or the NN fast evaluator's lane
+// vector with its lane-wise square root (sqrt_fn).
+template <class T, class SqrtF>
+inline T rail_power(double iq, double vpos, double vneg, const T& io, SqrtF&& sqrt_fn) {
+  const T ip = 0.5 * (io + sqrt_fn(io * io + kIsplit * kIsplit));  // from_vcc
   return iq * (vpos - vneg) + ip * vpos + (io - ip) * vneg;
+}
+inline double rail_power(double iq, double vpos, double vneg, double io) {
+  return rail_power(iq, vpos, vneg, io, [](double a) { return std::sqrt(a); });
 }
 
 // Newton step limiting of the tanh arguments (engine/limiting.hpp).

@@ -162,6 +162,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     LoadContext ctx, actx;
     std::vector<Products> pr0, pr1, pr2;  // the point being solved, the last accepted, the one before
     std::vector<std::vector<double>> pv;  // pole voltages per layer (C x nops)
+    double pwn[kNumEnergyParts] = {};     // the neurons' absorbed powers [W] by part (neurons(), with pv)
     std::vector<double> T, Y, E;          // per accepted point: time, last-layer outputs, cumulative energies
     double pw_prev[kNumEnergyParts] = {}, e_prev[kNumEnergyParts] = {}, e_prev2[kNumEnergyParts] = {};
     std::vector<std::vector<double>> x1, x2, lim1;  // accepted solutions (predictor, rejected steps)
@@ -201,17 +202,6 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   const double tr = cfg.dac_tr;
   auto ramp = [&](double t) { return std::clamp(t / tr, 0.0, 1.0); };
 
-  // Pole-node voltages [V] of every level-2 op-amp (DC when gp = 0 and no history).
-  auto pole = [&](const Work& ws, int l, int j, int k, double gp, const double* hist) {
-    const FastLayer& f = I.layers[l];
-    const Layout& Lo = f.kernel.L;
-    const double* x = &ws.x[l][static_cast<size_t>(j) * Lo.n];
-    const int inn = k == kOpTia ? Lo.c : k == kOpRect ? Lo.s : Lo.t;
-    const double vos = f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps + k];
-    const double hp = hist ? -hist[lr[l].pole_off + j * lr[l].nops + k] : 0.0;
-    return f.kernel.pole_of(x[inn], vos, gp, hp);
-  };
-
   // One of the layers' port relations (the admittances Y, or the moments C1 when `moments`) applied to the
   // unknown-dependent port voltages of the lanes `group` (at each lane's ramp position rr), into their pr0: member
   // oc at the columns (a DAC layer: its columns' part only), ox at free rows (not for DAC layers). One matrix
@@ -249,21 +239,77 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       }
     }
   };
+  // The periphery of every neuron for the lanes g (at most kLanes), side by side as in the sweeps (each lane's
+  // results independent of the others): the level-2 pole voltages [V] into each lane's pv, at its pole companion
+  // conductance and history (dc: none, gp = 0), and the absorbed powers [W] by part into its pwn. The op-amps'
+  // include what their rails deliver (opamp_model::rail_power); the resistors, the ADC inputs and the diodes absorb
+  // v i. The DAC output resistances' share is the DACs' (powers()).
+  const double iq = static_cast<int>(opamp_param(cfg, "level")) == 2 ? opamp_param(cfg, "iq") : 0.0;
+  auto neurons = [&](const std::vector<Lane*>& g, bool dc) {
+    const int m = static_cast<int>(g.size());
+    const Lane* src[kLanes];
+    for (int b = 0; b < kLanes; ++b) src[b] = g[std::min(b, m - 1)];  // unused lanes repeat the last one
+    Vd gp;
+    for (int b = 0; b < kLanes; ++b) gp[b] = dc ? 0.0 : src[b]->w.gpole;
+    for (Lane* ln : g) std::fill(ln->pwn, ln->pwn + kNumEnergyParts, 0.0);
+    auto sq = [](Vd a) { return vsqrt(a); };
+    for (int l = 0; l < L; ++l) {
+      const FastLayer& f = I.layers[l];
+      const LayerRun& r = lr[l];
+      const Kernel& K = f.kernel;
+      const OpampDc& op = K.op;
+      const Layout& Lo = K.L;
+      for (Lane* ln : g) ln->pv[l].assign(static_cast<size_t>(r.C) * r.nops, std::nan(""));
+      for (int j = 0; j < r.C; ++j) {
+        Vd x[kMaxLocal];
+        for (int k = 0; k < r.n; ++k)
+          for (int b = 0; b < kLanes; ++b) x[k][b] = src[b]->w.x[l][static_cast<size_t>(j) * r.n + k];
+        const double* res = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
+        const double* vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
+        Vd pv[kNumPeripheryOps];
+        if (r.level2)
+          for (int k = 0; k < r.nops; ++k) {
+            Vd hp;
+            for (int b = 0; b < kLanes; ++b) hp[b] = dc ? 0.0 : -src[b]->ctx.hist[r.pole_off + j * r.nops + k];
+            const int inn = k == kOpTia ? Lo.c : k == kOpRect ? Lo.s : Lo.t;
+            pv[k] = K.pole_of(x[inn], vos[k], gp, hp);
+            for (int b = 0; b < m; ++b) g[b]->pv[l][j * r.nops + k] = pv[k][b];
+          }
+        auto opamp = [&](int k, int inn, int outn) {
+          const Vd vi = x[inn], vo = x[outn];
+          if (op.level == 0) return vo * x[Lo.br[k]];
+          const Vd io = K.output_current(vi, vo, pv[k], vos[k]);
+          Vd p = op.level == 2 ? vi * op.ib : Vd{};
+          if (std::isfinite(op.rin)) p += vi * vi / op.rin;
+          return p + opamp_model::rail_power(iq, op.vpos, op.vneg, io, sq) - vo * io;
+        };
+        Vd pw[kNumEnergyParts] = {};
+        const Vd c = x[Lo.c], y = x[Lo.y];
+        pw[kPartOpamps] += opamp(kOpTia, Lo.c, Lo.y);
+        pw[kPartOther] += (c - y) * (c - y) / res[kResRf];
+        if (K.adc_g > 0) pw[kPartAdcs] += K.adc_g * y * y;
+        if (f.m->rectifier) {
+          const Vd s = x[Lo.s], a = x[Lo.a], h = x[Lo.h], t = x[Lo.t], hn = x[Lo.hn];
+          pw[kPartOpamps] += opamp(kOpRect, Lo.s, Lo.a) + opamp(kOpInv, Lo.t, Lo.hn);
+          auto diode = [&](Vd va, Vd vj, Vd vk) { return (va - vk) * K.diode_current(vj - vk); };
+          pw[kPartActivation] += (y - s) * (y - s) / res[kResR1] + (h - s) * (h - s) / res[kResR2] +
+                                 h * h / res[kResRl] + (h - t) * (h - t) / res[kResInv1] +
+                                 (t - hn) * (t - hn) / res[kResInv2] +
+                                 diode(s, Lo.d1i >= 0 ? x[Lo.d1i] : s, a) + diode(a, Lo.d2i >= 0 ? x[Lo.d2i] : a, h);
+        }
+        for (int b = 0; b < m; ++b)
+          for (int p = 0; p < kNumEnergyParts; ++p) g[b]->pwn[p] += pw[p][b];
+      }
+    }
+  };
   // States of the lane's Work into q (charges) and a (aux), with the charge products already in pr0 (qc, qx:
-  // port_products of the moments); pole voltages into pv.
-  auto charges = [&](Lane& ln, double rr, double gp, const double* hist, double* q, double* a) {
+  // port_products of the moments) and the pole voltages in pv (neurons()).
+  auto charges = [&](Lane& ln, double rr, double* q, double* a) {
     const Work& ws = ln.w;
     for (int l = 0; l < L; ++l) {
       const LayerRun& r = lr[l];
-      std::vector<double>& pv = ln.pv[l];
-      pv.assign(static_cast<size_t>(r.C) * r.nops, std::nan(""));
       if (r.level2)
-        for (int j = 0; j < r.C; ++j)
-          for (int k = 0; k < r.nops; ++k) {
-            const double p = pole(ws, l, j, k, gp, hist);
-            pv[j * r.nops + k] = p;
-            q[r.pole_off + j * r.nops + k] = opamp_model::kCpole * p;
-          }
+        for (int u = 0; u < r.C * r.nops; ++u) q[r.pole_off + u] = opamp_model::kCpole * ln.pv[l][u];
       Products& p = ln.pr0[l];
       if (r.dac) {
         const DacLayer& d = ln.dl[l];
@@ -295,20 +341,17 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       }
     }
   };
-  // Absorbed powers [W] by component at the lane's state (pole voltages pv), ramp rr; iaux (per aux state): the
-  // derivatives of the step (null at DC). The arrays absorb what their ports deliver: at the
-  // columns and free rows the currents the sweeps keep (ws.ic, ws.ix: conductive and capacitive); a DAC layer's
+  // Absorbed powers [W] by component at the lane's state, ramp rr: the neurons' (pwn, from neurons() at this state)
+  // and the arrays'; iaux (per aux state): the derivatives of the step (null at DC). The arrays absorb what their
+  // ports deliver: at the columns and free rows the currents the sweeps keep (ws.ic, ws.ix: conductive and capacitive); a DAC layer's
   // rows vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (w0 + rr w1).c and the capacitive vx.(uc1 D[rr]) + (z0 + rr z1).D[c]
   // (see n_aux). The DAC output resistances' share is the DACs'.
-  const double iq = static_cast<int>(opamp_param(cfg, "level")) == 2 ? opamp_param(cfg, "iq") : 0.0;
   auto powers = [&](const Lane& ln, double rr, const double* iaux, double* pw) {
     const Work& ws = ln.w;
     std::fill(pw, pw + kNumEnergyParts, 0.0);
     for (int l = 0; l < L; ++l) {
       const FastLayer& f = I.layers[l];
       const LayerRun& r = lr[l];
-      const Kernel& K = f.kernel;
-      const Layout& Lo = K.L;
       const VectorXd c = col_volts(ws, l);
       pw[kPartCrossbar] += c.dot(Eigen::Map<const VectorXd>(ws.ic[l].data(), r.C));
       if (!r.dac) {
@@ -333,36 +376,8 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
           pw[kPartCrossbar] -= cfg.dac_rout * rd;
         }
       }
-      for (int j = 0; j < r.C; ++j) {
-        const double* x = &ws.x[l][static_cast<size_t>(j) * r.n];
-        const double* res = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
-        const double* vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
-        auto opamp = [&](int k, int inn, int outn) {
-          const OpampDc& op = K.op;
-          const double vi = x[inn], vo = x[outn];
-          double io;
-          if (op.level == 0) return vo * x[Lo.br[k]];
-          io = K.output_current(vi, vo, ln.pv[l][j * r.nops + k], vos[k]);
-          double p = op.level == 2 ? vi * op.ib : 0.0;
-          if (std::isfinite(op.rin)) p += vi * vi / op.rin;
-          return p + opamp_model::rail_power(iq, op.vpos, op.vneg, io) - vo * io;
-        };
-        const double c = x[Lo.c], y = x[Lo.y];
-        pw[kPartOpamps] += opamp(kOpTia, Lo.c, Lo.y);
-        pw[kPartOther] += (c - y) * (c - y) / res[kResRf];
-        if (K.adc_g > 0) pw[kPartAdcs] += K.adc_g * y * y;
-        if (!f.m->rectifier) continue;
-        const double s = x[Lo.s], a = x[Lo.a], h = x[Lo.h], t = x[Lo.t], hn = x[Lo.hn];
-        pw[kPartOpamps] += opamp(kOpRect, Lo.s, Lo.a) + opamp(kOpInv, Lo.t, Lo.hn);
-        auto diode = [&](double va, double vj, double vk) {
-          return (va - vk) * diode_model::current(K.di, vj - vk, K.gmin).cd;
-        };
-        pw[kPartActivation] += (y - s) * (y - s) / res[kResR1] + (h - s) * (h - s) / res[kResR2] +
-                               h * h / res[kResRl] + (h - t) * (h - t) / res[kResInv1] +
-                               (t - hn) * (t - hn) / res[kResInv2] +
-                               diode(s, Lo.d1i >= 0 ? x[Lo.d1i] : s, a) + diode(a, Lo.d2i >= 0 ? x[Lo.d2i] : a, h);
-      }
     }
+    for (int p = 0; p < kNumEnergyParts; ++p) pw[p] += ln.pwn[p];
   };
 
   // ---- settling band and the target outputs ----
@@ -477,7 +492,8 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     ln.actx.q = ln.aux.q0().data();
     ln.rr = 0.0;
     port_products({&ln}, true, &Products::qc, &Products::qx);
-    charges(ln, 0.0, 0.0, nullptr, ln.ctx.q, ln.actx.q);
+    neurons({&ln}, true);
+    charges(ln, 0.0, ln.ctx.q, ln.actx.q);
     ln.integ.start_from_dc(ln.ctx);
     ln.aux.start_from_dc(ln.actx);
     port_products({&ln}, false, &Products::gc, &Products::gx);  // the conductive products, directly at t = 0
@@ -495,7 +511,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
           for (size_t b = 0; b < lr[l].Exx.size(); ++b) w.Yxx[l][b] = &lr[l].Exx[b];
         }
       }
-    powers(ln, 0.0, nullptr, ln.pw_prev);  // pv from charges() above
+    powers(ln, 0.0, nullptr, ln.pw_prev);  // pwn from neurons() above
     const double e0[kNumEnergyParts] = {};
     record(ln, 0.0, e0);
     ln.x1 = w.x;
@@ -669,7 +685,10 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     group.clear();
     for (Lane& ln : lanes)
       if (ln.active && !ln.w.failed) group.push_back(&ln);
-    if (!group.empty()) port_products(group, true, &Products::qc, &Products::qx);
+    if (!group.empty()) {
+      port_products(group, true, &Products::qc, &Products::qx);
+      neurons(group, false);
+    }
     // Every slot: accept or reject its attempt, as run() for one image.
     for (Lane& ln : lanes) {
       if (!ln.active) continue;
@@ -682,7 +701,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
         newdelta = delta / 8;
         sc.order = 1;
       } else {
-        charges(ln, rr, w.gpole, ln.ctx.hist, ln.ctx.q, ln.actx.q);
+        charges(ln, rr, ln.ctx.q, ln.actx.q);
         ln.integ.finish(ln.ctx);
         ln.aux.finish(ln.actx);
         conductive(ln, rr, ag0, ln.ctx.hist);

@@ -48,6 +48,17 @@ inline Vd vabs(Vd x) {
 }
 inline double vmax(double a, double b) { return a < b ? b : a; }  // std::max's argument order
 inline Vd vmax(Vd a, Vd b) { return a < b ? b : a; }
+// Square root lane-wise (IEEE, as std::sqrt on each lane).
+inline double vsqrt(double x) { return std::sqrt(x); }
+#if defined(__AVX512F__)
+inline Vd vsqrt(Vd x) { return (Vd)_mm512_sqrt_pd((__m512d)x); }
+#else
+inline Vd vsqrt(Vd x) {
+  Vd r;
+  for (int b = 0; b < kLanes; ++b) r[b] = std::sqrt(x[b]);
+  return r;
+}
+#endif
 inline double select(bool m, double a, double b) { return m ? a : b; }
 inline Vd select(Vm m, Vd a, Vd b) { return m ? a : b; }
 // m |= c for a mask of either kind.

@@ -258,7 +258,7 @@ struct Kernel {
 
   // Level 2: opamp_model::pole_voltage for this op-amp (lane-wise for a block).
   double pole_v(double stage, double gp, double& dp) const { return opamp_model::pole_voltage(op, stage, gp, dp); }
-  // Lanes with their own pole companion conductance gpv (every one > 0: lanes at different time steps).
+  // Lanes with their own pole companion conductance gpv (lanes at different time steps; 0 at DC).
   double pole_v_lanes(double stage, double gp, double& dp) const { return pole_v(stage, gp, dp); }
   Vd pole_v_lanes(Vd stage, Vd gpv, Vd& dp) const {
     Vd p = opamp_model::pole_explicit_lanes(op, stage, gpv, dp);
@@ -289,16 +289,19 @@ struct Kernel {
 
   // Level 2: the pole-node voltage of an op-amp whose inverting input is at vinn (NaN at other levels): at DC, or
   // in a transient step with the pole capacitor's companion conductance gp [S] and history current hp [A].
-  double pole_of(double vinn, double vos, double gp = 0, double hp = 0) const {
-    if (op.level != 2) return std::nan("");
-    double vd = (0.0 - vinn) + vos;
+  // T = double, or Vd for a block of images (gp and hp per lane).
+  template <class T>
+  T pole_of(T vinn, double vos, T gp = T{}, T hp = T{}) const {
+    if (op.level != 2) return T{} + std::nan("");
+    T vd = (0.0 - vinn) + vos;
     if (op.kcm != 0) vd = vd + op.kcm * (0.5 * (0.0 + vinn) - op.vmid);
-    double dp;
-    return opamp_model::pole_voltage(op, op.imax * tanh_fast(vd / op.vsr) + hp, gp, dp);
+    T dp;
+    return pole_v_lanes(op.imax * tanh_fast(vd / op.vsr) + hp, gp, dp);
   }
   // Current the op-amp drives into its output [A] with the inverting input at vinn, the output at vout and (level 2)
-  // the pole node at p [V] (levels 1 and 2; at level 0 it is the branch unknown).
-  double output_current(double vinn, double vout, double p, double vos) const {
+  // the pole node at p [V] (levels 1 and 2; at level 0 it is the branch unknown). T as pole_of.
+  template <class T>
+  T output_current(T vinn, T vout, T p, double vos) const {
     if (op.level == 1) return (op.vmid + op.vhalf * tanh_fast(op.a0 * ((0.0 - vinn) + vos) / op.vhalf) - vout) / op.rout;
     if (!std::isfinite(op.ilim)) return (p - vout) / op.rout;
     return op.ilim * tanh_fast((p - vout) / (op.rout * op.ilim));
