@@ -343,9 +343,9 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   };
   // Absorbed powers [W] by component at the lane's state, ramp rr: the neurons' (pwn, from neurons() at this state)
   // and the arrays'; iaux (per aux state): the derivatives of the step (null at DC). The arrays absorb what their
-  // ports deliver: at the columns and free rows the currents the sweeps keep (ws.ic, ws.ix: conductive and capacitive); a DAC layer's
-  // rows vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (w0 + rr w1).c and the capacitive vx.(uc1 D[rr]) + (z0 + rr z1).D[c]
-  // (see n_aux). The DAC output resistances' share is the DACs'.
+  // ports deliver: at the columns and free rows the currents the sweeps keep (ws.ic, ws.ix: conductive and
+  // capacitive); a DAC layer's rows vx.(Yxx vx + Yxc c) = vx.(u0 + rr u1) + (w0 + rr w1).c and the capacitive
+  // vx.(uc1 D[rr]) + (z0 + rr z1).D[c] (see n_aux). The DAC output resistances' share is the DACs'.
   auto powers = [&](const Lane& ln, double rr, const double* iaux, double* pw) {
     const Work& ws = ln.w;
     std::fill(pw, pw + kNumEnergyParts, 0.0);
