@@ -267,6 +267,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
         const double* res = &f.li->res[static_cast<size_t>(j) * kNumPeripheryRes];
         const double* vos = &f.li->vos[static_cast<size_t>(j) * kNumPeripheryOps];
         Vd pv[kNumPeripheryOps];
+        std::fill(pv, pv + kNumPeripheryOps, splat(std::nan("")));  // (level 2 only)
         if (r.level2)
           for (int k = 0; k < r.nops; ++k) {
             Vd hp;
