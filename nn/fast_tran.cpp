@@ -31,6 +31,25 @@ VectorXd block_mv(const std::vector<MatrixXd>& B, const std::vector<int>& row_bl
   return y;
 }
 
+// out[i] (+)= sum_k M(i, k) v[k] for every lane (M column-major, out of M.rows() and v of M.cols() entries): one
+// pass over M, four columns at a time; each lane's sums in the same order whatever the other lanes hold.
+void product_lanes(const MatrixXd& M, const Vd* v, Vd* out, bool add) {
+  const long R = M.rows(), K = M.cols();
+  if (!add) std::fill(out, out + R, Vd{});
+  const double* m = M.data();
+  long k = 0;
+  for (; k + 4 <= K; k += 4) {
+    const double *c0 = m + k * R, *c1 = c0 + R, *c2 = c1 + R, *c3 = c2 + R;
+    const Vd v0 = v[k], v1 = v[k + 1], v2 = v[k + 2], v3 = v[k + 3];
+    for (long i = 0; i < R; ++i) out[i] += c0[i] * v0 + c1[i] * v1 + c2[i] * v2 + c3[i] * v3;
+  }
+  for (; k < K; ++k) {
+    const double* c = m + k * R;
+    const Vd vk = v[k];
+    for (long i = 0; i < R; ++i) out[i] += c[i] * vk;
+  }
+}
+
 // Linear interpolation of v over t at x (clamped).
 double interp(const std::vector<double>& t, const std::vector<double>& v, size_t stride, size_t k0, double x) {
   const size_t n = t.size();
@@ -204,38 +223,50 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
 
   // One of the layers' port relations (the admittances Y, or the moments C1 when `moments`) applied to the
   // unknown-dependent port voltages of the lanes `group` (at each lane's ramp position rr), into their pr0: member
-  // oc at the columns (a DAC layer: its columns' part only), ox at free rows (not for DAC layers). One matrix
-  // product per relation for all of them (the matrices are read once per step, not once per lane), always kLanes
-  // columns wide (unused ones zero): a product's columns are then computed the same way whatever the group, so that
-  // an image's result does not depend on the images beside it.
-  std::vector<MatrixXd> Vc(L), Vx(L), Oc(L), Ox(L);
+  // oc at the columns (a DAC layer: its columns' part only), ox at free rows (not for DAC layers). One pass over
+  // each matrix for all of them (product_lanes: the matrices are read once per step, not once per lane; unused
+  // lanes zero), each lane's sums as they would be alone, so that an image's result does not depend on the images
+  // beside it.
+  std::vector<std::vector<Vd>> Vc(L), Vx(L), Oc(L), Ox(L);
   auto port_products = [&](const std::vector<Lane*>& group, bool moments, VectorXd Products::*oc,
                            VectorXd Products::*ox) {
     const int m = static_cast<int>(group.size());
     for (int l = 0; l < L; ++l) {
       const FastLayer& f = I.layers[l];
       const LayerRun& r = lr[l];
+      const Layout& Lo = f.kernel.L;
       const MatrixXd &Mcc = moments ? f.C1cc : f.Ycc, &Mcx = moments ? f.C1cx : f.Ycx,
                      &Mxc = moments ? f.C1xc : f.Yxc;
       const std::vector<MatrixXd>& Mxx = moments ? f.C1xx : f.Yxx;
-      Vc[l].setZero(r.C, kLanes);
-      for (int i = 0; i < m; ++i) Vc[l].col(i) = col_volts(group[i]->w, l);
-      Oc[l].noalias() = Mcc * Vc[l];
+      Vc[l].assign(r.C, Vd{});
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < r.C; ++j) Vc[l][j][i] = group[i]->w.x[l][static_cast<size_t>(j) * r.n + Lo.c];
+      Oc[l].resize(r.C);
+      product_lanes(Mcc, Vc[l].data(), Oc[l].data(), false);
       if (!r.dac) {
-        Vx[l].setZero(r.P, kLanes);
-        for (int i = 0; i < m; ++i) Vx[l].col(i) = row_volts(*group[i], group[i]->w, l, group[i]->rr);
-        Oc[l].noalias() += Mcx * Vx[l];
-        Ox[l].resize(r.P, kLanes);
-        for (size_t b = 0; b + 1 < f.m->row_blocks.size(); ++b) {
-          const int r0 = f.m->row_blocks[b], nr = f.m->row_blocks[b + 1] - r0;
-          Ox[l].middleRows(r0, nr).noalias() = Mxx[b] * Vx[l].middleRows(r0, nr);
+        Vx[l].assign(r.P, Vd{});
+        for (int i = 0; i < m; ++i) {
+          const VectorXd vx = row_volts(*group[i], group[i]->w, l, group[i]->rr);
+          for (int q = 0; q < r.P; ++q) Vx[l][q][i] = vx[q];
         }
-        Ox[l].noalias() += Mxc * Vc[l];
+        product_lanes(Mcx, Vx[l].data(), Oc[l].data(), true);
+        Ox[l].resize(r.P);
+        for (size_t b = 0; b + 1 < f.m->row_blocks.size(); ++b) {
+          const int r0 = f.m->row_blocks[b];
+          product_lanes(Mxx[b], Vx[l].data() + r0, Ox[l].data() + r0, false);
+        }
+        product_lanes(Mxc, Vc[l].data(), Ox[l].data(), true);
       }
       for (int i = 0; i < m; ++i) {
         Products& p = group[i]->pr0[l];
-        p.*oc = Oc[l].col(i);
-        if (!r.dac) p.*ox = Ox[l].col(i);
+        VectorXd& pc = p.*oc;
+        pc.resize(r.C);
+        for (int j = 0; j < r.C; ++j) pc[j] = Oc[l][j][i];
+        if (!r.dac) {
+          VectorXd& px = p.*ox;
+          px.resize(r.P);
+          for (int q = 0; q < r.P; ++q) px[q] = Ox[l][q][i];
+        }
       }
     }
   };
