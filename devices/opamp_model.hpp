@@ -154,13 +154,18 @@ template <class T> T from_vcc(const T& io) {
   using std::sqrt;
   return T(0.5) * (io + sqrt(io * io + T(kIsplit * kIsplit)));
 }
+// The same for types with mixed arithmetic against double (double, the NN fast evaluator's lane vector), with their
+// square root sqrt_fn.
+template <class T, class SqrtF> T from_vcc(const T& io, SqrtF&& sqrt_fn) {
+  return 0.5 * (io + sqrt_fn(io * io + kIsplit * kIsplit));
+}
 
 // Power [W] the rails vpos/vneg [V] deliver to an op-amp with quiescent current iq [A] that drives io [A] into its
 // output (the output current split between the rails by from_vcc). T = double, or the NN fast evaluator's lane
 // vector with its lane-wise square root (sqrt_fn).
 template <class T, class SqrtF>
 inline T rail_power(double iq, double vpos, double vneg, const T& io, SqrtF&& sqrt_fn) {
-  const T ip = 0.5 * (io + sqrt_fn(io * io + kIsplit * kIsplit));  // from_vcc
+  const T ip = from_vcc(io, sqrt_fn);
   return iq * (vpos - vneg) + ip * vpos + (io - ip) * vneg;
 }
 inline double rail_power(double iq, double vpos, double vneg, double io) {
