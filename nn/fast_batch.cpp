@@ -168,25 +168,6 @@ NeuronInT<Vd> inputs_lanes(const Impl& I, const Impl::Batch& w, int l, int j, in
   return in;
 }
 
-// y[i] += a[i] * d for i < m (one admittance column into every lane's currents).
-inline void axpy(Vd* y, const double* a, Vd d, int m) {
-#pragma GCC unroll 4
-  for (int i = 0; i < m; ++i) y[i] += a[i] * d;
-}
-
-// y[i] += a0[i] * d0 + a1[i] * d1 for i < m.
-inline void axpy2(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, int m) {
-#pragma GCC unroll 4
-  for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1;
-}
-
-// y[i] += a0[i] * d0 + a1[i] * d1 + a2[i] * d2 + a3[i] * d3 for i < m (a transient step's Y and C1 columns at once).
-inline void axpy4(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, const double* a2, Vd d2, const double* a3,
-                  Vd d3, int m) {
-#pragma GCC unroll 2
-  for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1 + (a2[i] * d2 + a3[i] * d3);
-}
-
 // Impl::propagate lane-wise: the port-voltage changes of neuron j of layer l (x against w.old) into the lagged
 // currents of every lane.
 void propagate_lanes(const Impl& I, Impl::Batch& w, int l, int j, int l1) {

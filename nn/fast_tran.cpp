@@ -32,22 +32,16 @@ VectorXd block_mv(const std::vector<MatrixXd>& B, const std::vector<int>& row_bl
 }
 
 // out[i] (+)= sum_k M(i, k) v[k] for every lane (M column-major, out of M.rows() and v of M.cols() entries): one
-// pass over M, four columns at a time; each lane's sums in the same order whatever the other lanes hold.
+// pass over M, four columns at a time (axpy4, as the sweeps' propagation); each lane's sums in the same order
+// whatever the other lanes hold.
 void product_lanes(const MatrixXd& M, const Vd* v, Vd* out, bool add) {
-  const long R = M.rows(), K = M.cols();
+  const int R = static_cast<int>(M.rows()), K = static_cast<int>(M.cols());
   if (!add) std::fill(out, out + R, Vd{});
-  const double* m = M.data();
-  long k = 0;
-  for (; k + 4 <= K; k += 4) {
-    const double *c0 = m + k * R, *c1 = c0 + R, *c2 = c1 + R, *c3 = c2 + R;
-    const Vd v0 = v[k], v1 = v[k + 1], v2 = v[k + 2], v3 = v[k + 3];
-    for (long i = 0; i < R; ++i) out[i] += c0[i] * v0 + c1[i] * v1 + c2[i] * v2 + c3[i] * v3;
-  }
-  for (; k < K; ++k) {
-    const double* c = m + k * R;
-    const Vd vk = v[k];
-    for (long i = 0; i < R; ++i) out[i] += c[i] * vk;
-  }
+  int k = 0;
+  for (; k + 4 <= K; k += 4)
+    axpy4(out, M.col(k).data(), v[k], M.col(k + 1).data(), v[k + 1], M.col(k + 2).data(), v[k + 2],
+          M.col(k + 3).data(), v[k + 3], R);
+  for (; k < K; ++k) axpy(out, M.col(k).data(), v[k], R);
 }
 
 // Linear interpolation of v over t at x (clamped).

@@ -95,4 +95,23 @@ inline Vd vatanh(Vd x) { return per_lane([&](int b) { return std::atanh(x[b]); }
 inline double vexp(double x) { return std::exp(x); }
 inline double vlog(double x) { return std::log(x); }
 
+// y[i] += a[i] * d for i < m (one admittance column into every lane's currents).
+inline void axpy(Vd* y, const double* a, Vd d, int m) {
+#pragma GCC unroll 4
+  for (int i = 0; i < m; ++i) y[i] += a[i] * d;
+}
+
+// y[i] += a0[i] * d0 + a1[i] * d1 for i < m.
+inline void axpy2(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, int m) {
+#pragma GCC unroll 4
+  for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1;
+}
+
+// y[i] += a0[i] * d0 + a1[i] * d1 + a2[i] * d2 + a3[i] * d3 for i < m (a transient step's Y and C1 columns at once).
+inline void axpy4(Vd* y, const double* a0, Vd d0, const double* a1, Vd d1, const double* a2, Vd d2, const double* a3,
+                  Vd d3, int m) {
+#pragma GCC unroll 2
+  for (int i = 0; i < m; ++i) y[i] += a0[i] * d0 + a1[i] * d1 + (a2[i] * d2 + a3[i] * d3);
+}
+
 }  // namespace anasim::nn::fast
