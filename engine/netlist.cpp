@@ -38,7 +38,8 @@ Status parse_netlist(const std::string& path, const DeviceCatalog& cat, ParsedNe
     return Status::input(fmt::format("'{}' is not a text netlist (it contains NUL bytes)", path), whole);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     return Status::input(fmt::format("netlist '{}' is empty", path), whole);
-  return is_yaml_path(path) ? parse_yaml_string(text, path, cat, out, analyses) : parse_spice_string(std::move(text), path, cat, out);
+  if (is_yaml_path(path)) return parse_yaml_string(text, path, cat, out, analyses);
+  return parse_spice_string(std::move(text), path, cat, out);
 }
 
 namespace detail {
