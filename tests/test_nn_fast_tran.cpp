@@ -11,6 +11,7 @@
 #include "nn/fast_tran.hpp"
 #include "nn/dataset.hpp"
 #include "nn/hardware.hpp"
+#include "nn/periphery_kernel.hpp"
 #include "nn/model_io.hpp"
 #include "nn_test_support.hpp"
 
@@ -173,7 +174,8 @@ TEST_CASE("nn fast transient: equals the engine's transient of the full netlist 
 }
 
 // Longer steps and a looser truncation tolerance than the defaults: the fast path then differs from the engine by its
-// truncation error (measured 1.3e-3), and no more. Before the sweeps' loose Newton stop was bounded (kLooseTol,
+// truncation error (measured 9.7e-4; 1.3e-3 before the energies' own truncation error
+// limited the steps), and no more. Before the sweeps' loose Newton stop was bounded (kLooseTol,
 // nn/fast_sweeps.cpp), a step's solve could end one Newton iteration from its start (a tolerance of 100% and 1 V);
 // a rectifier's diode then sat 3.6 V forward at an accepted point, and energies were off by 21% here (by 1e38 J on
 // the shipped network).
@@ -267,4 +269,43 @@ TEST_CASE("nn fast transient: nn energy --engine agrees with the fast path image
 TEST_CASE("nn slow: fast transient equals the engine's transient on the shipped 784-128-10" * doctest::skip()) {
   Shipped s;
   compare(s, images_from_env(20), 4 * default_tstop(s.cfg, static_cast<int>(s.map.layers.size())), 2000);
+}
+
+// The neurons' convergence test balances every node's currents, not only the size of the Newton step. A level-1
+// op-amp (open-loop gain 1e5, output resistance of ohms) whose input sits a few uV off its solution moves its
+// output current by 0.1 A while the Newton step stays far inside the transient solves' 100 uV: the step test
+// alone accepted such points, and the network transient then counted watts of op-amp power for a time step (an
+// energy 4% off the engine's with level-1 op-amps).
+TEST_CASE("nn fast transient: the neurons' convergence test balances the currents (level-1 op-amp)") {
+  HardwareConfig cfg = default_hardware_config();
+  REQUIRE(set_hardware_param(cfg, "opamp.level", "1").ok());
+  LayerMapping m;
+  m.rectifier = true;
+  const fast::Kernel K = fast::make_kernel(cfg, m, FastOptions{});
+  const double res[kNumPeripheryRes] = {10e3, 10e3, 20e3, 100e3, 10e3, 10e3};
+  const double vos[kNumPeripheryOps] = {0, 0, 0};
+  fast::NeuronIn in;
+  in.y_cc = 1e-3;
+  in.lag_c = -2e-5;  // the array's current into the TIA: its output at -0.2 V, the rectifier conducting
+  in.y_hh = in.y_hnhn = 1e-4;
+  in.r = res;
+  in.vos = vos;
+  double x[fast::kMaxLocal] = {}, lim[fast::kLim] = {}, J[fast::kMaxLocal * fast::kMaxLocal];
+  int piv[fast::kMaxLocal];
+  K.guess(in, x, lim);
+  REQUIRE(K.solve(in, x, lim, false, 0, 0, J, piv) > 0);
+  double xs[fast::kMaxLocal], ls[fast::kLim];
+  std::copy(x, x + fast::kMaxLocal, xs);
+  std::copy(lim, lim + fast::kLim, ls);
+  const double tol_scale = 1e8;  // the transient's solves: reltol 1e-4, vntol 100 uV
+  CHECK(K.check(in, xs, ls, J, piv, tol_scale));  // the solution passes
+  // The rectifier op-amp's input 5 uV off: a Newton step of 5 uV, within the voltage tolerance, but its output
+  // current is off by a0 / rout times that.
+  std::copy(x, x + fast::kMaxLocal, xs);
+  std::copy(lim, lim + fast::kLim, ls);
+  xs[K.L.s] += 5e-6;
+  CHECK_FALSE(K.check(in, xs, ls, J, piv, tol_scale));
+  // Solved again from there, the input returns to its solution.
+  REQUIRE(K.solve(in, xs, ls, true, 0, 0, nullptr, nullptr, tol_scale) > 0);
+  CHECK(std::fabs(xs[K.L.s] - x[K.L.s]) < 1e-7);
 }
