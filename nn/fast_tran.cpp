@@ -183,6 +183,11 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     std::vector<std::vector<double>> x1, x2, lim1;  // accepted solutions (predictor, rejected steps)
     std::vector<double> iaux;
     int settled_points = 0;
+    // Every layer's outputs (y) at the last three accepted points and their times, for their time scales (cap()).
+    std::vector<double> yo[3];
+    double to[3] = {0, 0, 0};
+    int n_yo = 0;             // accepted points in yo
+    double cap = 0;           // [s] the largest step the outputs' time scales allow (0: none yet)
     bool inside = false;  // every last-layer output within its band at the last accepted point
     // Time stepping: the engine's .tran step control, the time t of the last accepted point, the step h1 that led
     // there, the next breakpoint, accepted points; the step being tried (new: a step to propose; tn, its end; rr,
@@ -414,6 +419,39 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   const double band = 0.5 * (adc.vmax - adc.vmin) / static_cast<double>(adc_max_code(adc));
   const int nout = lr[L - 1].C;
   auto out_index = [&](int j) { return static_cast<size_t>(j) * lr[L - 1].n + fl.kernel.L.y; };
+  // The largest step the outputs' approach allows (FastTranOptions::settle_error). An output approaching its final
+  // value vf with time constant tau, v - vf ~ exp(-t / tau), is integrated by the trapezoidal rule with step h at the
+  // rate (1 + (h / tau)^2 / 12) / tau, so its settling time comes out (h / tau)^2 / 12 short, relatively. Each
+  // output's tau is |v' / v''| (divided differences over the last three accepted points; a ramp has none), and the
+  // cap is kappa min(tau) over every layer's outputs not yet within a tenth of the band, kappa = sqrt(12 eps).
+  // The largest step of FastTranOptions::step_factor stays the floor.
+  const double kappa = std::sqrt(12 * to_.settle_error);
+  auto output_cap = [&](Lane& ln) {
+    const Work& ws = ln.w;
+    int k = 0;
+    std::rotate(ln.yo, ln.yo + 2, ln.yo + 3);  // yo[0] <- the new point
+    ln.to[2] = ln.to[1];
+    ln.to[1] = ln.to[0];
+    ln.to[0] = ln.t;
+    std::vector<double>& y0 = ln.yo[0];
+    y0.clear();
+    for (int l = 0; l < L; ++l)
+      for (int j = 0; j < lr[l].C; ++j) y0.push_back(ws.x[l][static_cast<size_t>(j) * lr[l].n + I.layers[l].kernel.L.y]);
+    ln.n_yo = std::min(ln.n_yo + 1, 3);
+    ln.cap = 0;
+    if (ln.n_yo < 3 || ln.t <= tr) return;
+    const double h0 = ln.to[0] - ln.to[1], h1 = ln.to[1] - ln.to[2];
+    double tau = INFINITY;
+    for (int l = 0; l < L; ++l)
+      for (int j = 0; j < lr[l].C; ++j, ++k) {
+        const double vf = ln.wfin.x[l][static_cast<size_t>(j) * lr[l].n + I.layers[l].kernel.L.y];
+        if (std::fabs(y0[k] - vf) <= 0.1 * band) continue;
+        const double d1 = (y0[k] - ln.yo[1][k]) / h0, d2 = (ln.yo[1][k] - ln.yo[2][k]) / h1;
+        const double v2 = 2 * (d1 - d2) / (h0 + h1), v1 = d1 + 0.5 * h0 * v2;
+        if (std::fabs(v2) > 0) tau = std::min(tau, std::fabs(v1 / v2));
+      }
+    ln.cap = std::isfinite(tau) ? kappa * tau : 0;
+  };
   auto near_final = [&](const Lane& ln, double tol) {  // every layer's outputs within tol [V] of the target
     const Work &ws = ln.w, &wf = ln.wfin;
     for (int l = 0; l < L; ++l) {
@@ -645,7 +683,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       if (!ln.active) continue;
       StepControl& sc = ln.sc;
       if (ln.new_step) {
-        ln.hits_break = sc.propose(ln.t, ln.bp, ln.inside ? to_.tail_factor * tmax : tmax);
+        ln.hits_break = sc.propose(ln.t, ln.bp, ln.inside ? to_.tail_factor * tmax : std::max(tmax, ln.cap));
         ln.new_step = false;
       }
       const double delta = sc.delta;
@@ -795,6 +833,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       sc.first = false;
       ++ln.accepted;
       record(ln, ln.t, e);
+      output_cap(ln);
       sc.at_break = ln.t >= ln.bp;
       if (sc.at_break) ln.bp = std::numeric_limits<double>::infinity();
       // Done when every layer's outputs have stayed within a tenth of the band of their final (DC) values for
