@@ -366,19 +366,38 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
   rep.latency_p99_s = percentile(lat, 99);
   rep.energy_p99_j = percentile(en, 99);
   rep.accuracy = n > 0 ? static_cast<double>(right) / n : 0;
-  // The sampling-time table: 20 times up to the longest run, where every image has its final class (at the
-  // largest settling time an output can still be half an LSB from its final value: a near tie may still flip).
-  for (int i = 1; i <= 20 && latest > 0; ++i) rep.sample_times_s.push_back(latest * i / 20.0);
+  // The sampling-time table: 20 times up to the largest settling time, and the longest run, where every image has
+  // its final class (at the largest settling time an output can still be half an LSB from its final value: a near
+  // tie may still flip).
+  const double slowest = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
+  for (int i = 1; i <= 20 && slowest > 0; ++i) rep.sample_times_s.push_back(slowest * i / 20.0);
+  if (latest > slowest) rep.sample_times_s.push_back(latest);
   for (double ts : rep.sample_times_s) {
     long ok = 0;
     for (int k = 0; k < n; ++k) ok += class_at_time(rep.images[k], ts) == test.labels[k];
     rep.accuracy_at.push_back(n > 0 ? static_cast<double>(ok) / n : 0);
   }
-  // The earliest table time from which on every later one is within 0.1 points of the settled accuracy.
-  rep.shortest_sample_time_s = rep.sample_times_s.empty() ? 0 : rep.sample_times_s.back();
-  for (size_t i = rep.accuracy_at.size(); i-- > 0;) {
-    if (std::fabs(rep.accuracy_at[i] - rep.accuracy) > 0.001 + 1e-12) break;
-    rep.shortest_sample_time_s = rep.sample_times_s[i];
+  // The earliest time from which on the accuracy stays within 0.1 points of the settled accuracy, exactly: the
+  // accuracy only changes where an image's class does (its recorded changes, at the time points where they
+  // appear), so walk those changes back from the end.
+  std::vector<std::pair<double, long>> changes;  // (time [s], change of the number of right classes)
+  for (int k = 0; k < n; ++k) {
+    const ImageTransient& im = rep.images[k];
+    for (size_t i = 1; i < im.class_v.size(); ++i) {
+      const long d = long{im.class_v[i] == test.labels[k]} - long{im.class_v[i - 1] == test.labels[k]};
+      if (d != 0) changes.emplace_back(im.class_t[i], d);
+    }
+  }
+  std::sort(changes.begin(), changes.end());
+  rep.shortest_sample_time_s = 0;
+  long count = right;  // right classes after the change being looked at
+  for (size_t i = changes.size(); i > 0;) {
+    const double t = changes[i - 1].first;
+    for (; i > 0 && changes[i - 1].first == t; --i) count -= changes[i - 1].second;  // (changes at the same time)
+    if (std::fabs(static_cast<double>(count) / n - rep.accuracy) > 0.001 + 1e-12) {
+      rep.shortest_sample_time_s = t;
+      break;
+    }
   }
   if (rep.latency_mean_s > 0) rep.tops = 2.0 * static_cast<double>(rep.macs) / rep.latency_mean_s / 1e12;
   if (rep.energy_mean_j > 0) rep.tops_per_w = 2.0 * static_cast<double>(rep.macs) / rep.energy_mean_j / 1e12;

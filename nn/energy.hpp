@@ -99,7 +99,8 @@ struct EnergyReport {
   double tops_per_w = 0;          // 2 macs / energy_mean_j / 1e12
   std::vector<double> sample_times_s;   // sampling-time table: times [s]
   std::vector<double> accuracy_at;      //   and the accuracy of the classes sampled there (fraction)
-  double shortest_sample_time_s = 0;    // shortest table time whose accuracy is within 0.1 points of `accuracy`
+  double shortest_sample_time_s = 0;    // [s] earliest time from which on the accuracy stays within 0.1 points of
+                                        // `accuracy` (exact, from the images' class changes; not a table time)
   std::vector<int> labels;
   std::vector<ImageTransient> images;   // per sample
   double seconds = 0;             // [s] wall time
@@ -109,8 +110,9 @@ struct EnergyReport {
 // Maps and realizes the network (trial 0, as nn eval), gets each image's DAC codes from the fast DC path
 // (hybrid layers' codes too; in hybrid mode every layer's DACs step at t = 0) and runs the fast transient path
 // (FastTransient::run; opt.engine: image_transient) on each, images in parallel (OpenMP; results do not depend on
-// the thread count). The sampling-time table uses 20 times evenly spaced over (0, longest run], the
-// classes there from each image's class record. With opt.checkpoint, images already in the checkpoint are not run
+// the thread count). The sampling-time table uses 20 times evenly spaced over (0, largest settling time] and the
+// longest run, the classes there from each image's class record; the shortest sampling time comes from the class
+// records' changes. With opt.checkpoint, images already in the checkpoint are not run
 // again (a checkpoint of another run is refused, naming what differs), so a killed run resumes to the same results.
 Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& calib, const Dataset& test, int samples,
                   const TransientOptions& opt, EnergyReport& rep);
