@@ -102,7 +102,8 @@ def test_energy_summary_and_parts():
     assert r["latency"].shape == (5,) and np.all(r["latency"] > 0) and np.all(r["energy"] > 0)
     parts = sum(r["energy_parts"][k] for k in r["energy_parts"])
     np.testing.assert_allclose(parts, r["energy"], rtol=1e-12)
-    assert r["macs"] == 12 * 6 + 6 * 3 and len(r["sample_times"]) == 20
+    # 20 times up to the largest settling time, and the longest run when it is later
+    assert r["macs"] == 12 * 6 + 6 * 3 and len(r["sample_times"]) in (20, 21)
     assert r["tops"] == pytest.approx(2 * r["macs"] / r["latency_mean"] / 1e12)
     with pytest.raises(anasim.InputError, match="tstop"):
         net.energy(x, y, hw, tstop=-1)
