@@ -183,7 +183,8 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     std::vector<std::vector<double>> x1, x2, lim1;  // accepted solutions (predictor, rejected steps)
     std::vector<double> iaux;
     int settled_points = 0;
-    // Every layer's outputs (y) at the last three accepted points and their times, for their time scales (cap()).
+    // Every layer's outputs (y) at the last three accepted points and their times [s], for their time constants
+    // (output_cap()).
     std::vector<double> yo[3];
     double to[3] = {0, 0, 0};
     int n_yo = 0;             // accepted points in yo
@@ -436,7 +437,8 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     std::vector<double>& y0 = ln.yo[0];
     y0.clear();
     for (int l = 0; l < L; ++l)
-      for (int j = 0; j < lr[l].C; ++j) y0.push_back(ws.x[l][static_cast<size_t>(j) * lr[l].n + I.layers[l].kernel.L.y]);
+      for (int j = 0; j < lr[l].C; ++j)
+        y0.push_back(ws.x[l][static_cast<size_t>(j) * lr[l].n + I.layers[l].kernel.L.y]);
     ln.n_yo = std::min(ln.n_yo + 1, 3);
     ln.cap = 0;
     if (ln.n_yo < 3 || ln.t <= tr) return;

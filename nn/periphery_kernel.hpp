@@ -631,7 +631,8 @@ struct Kernel {
           limited = false;
         }
       }
-      bool conv = !noncon && balanced && (warm || it > 1 || tol_scale > 1);  // a loose cold stop may take the first step
+      // (a loose cold stop may take the first step)
+      bool conv = !noncon && balanced && (warm || it > 1 || tol_scale > 1);
       double norm = 0;
       for (int k = 0; k < n; ++k) {
         if (!std::isfinite(rhs[k])) return -it;
