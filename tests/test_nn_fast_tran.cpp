@@ -165,6 +165,14 @@ long compare(Prepared& s, int n, double tstop, int engine_points = 500, double t
   return points;
 }
 
+// The inputs of s as a test set for run_energy (every label 0).
+Dataset as_test_set(const Prepared& s) {
+  Dataset test;
+  test.images = s.x;
+  test.labels.assign(static_cast<size_t>(s.x.rows()), 0);
+  return test;
+}
+
 int images_from_env(int dflt) {
   const char* e = std::getenv("ANASIM_FAST_TRAN_IMAGES");
   return e ? std::atoi(e) : dflt;
@@ -258,9 +266,7 @@ TEST_CASE("nn fast transient: run_block gives each image the same result in any 
 // path's state of the previous image, the first from an all-zero input's) against its fast path, image by image.
 TEST_CASE("nn fast transient: nn energy --engine agrees with the fast path image by image (analog, 24-8-4)") {
   Setup s({24, 8, 4}, MappingMode::Analog, 24);
-  Dataset test;
-  test.images = s.x;
-  test.labels.assign(static_cast<size_t>(s.x.rows()), 0);
+  const Dataset test = as_test_set(s);
   TransientOptions opt;
   opt.from_previous = true;
   EnergyReport fast, ref;
@@ -285,9 +291,7 @@ TEST_CASE("nn fast transient: nn energy --engine agrees with the fast path image
 // are the settled classes, so every image counts and the time is the last change of any image's class.
 TEST_CASE("nn fast transient: the shortest sampling time within 0.1 points of the settled accuracy is exact") {
   Setup s({24, 8, 4}, MappingMode::Analog, 24);
-  Dataset test;
-  test.images = s.x;
-  test.labels.assign(static_cast<size_t>(s.x.rows()), 0);
+  Dataset test = as_test_set(s);
   TransientOptions opt;
   EnergyReport r;
   Status st = run_energy(s.net, s.cfg, s.x, test, 24, opt, r);
