@@ -423,8 +423,10 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   // The largest step the outputs' approach allows (FastTranOptions::settle_error). An output approaching its final
   // value vf with time constant tau, v - vf ~ exp(-t / tau), is integrated by the trapezoidal rule with step h at the
   // rate (1 + (h / tau)^2 / 12) / tau, so its settling time comes out (h / tau)^2 / 12 short, relatively. Each
-  // output's tau is |v' / v''| (divided differences over the last three accepted points; a ramp has none), and the
-  // cap is kappa min(tau) over every layer's outputs not yet within a tenth of the band, kappa = sqrt(12 eps).
+  // output's tau is the smaller of |v' / v''| and |v - vf| / |v'| (divided differences over the last three
+  // accepted points): both are tau for such an approach, and for an output that rings one of them is short at
+  // every phase (the first near a peak, the second near a crossing of vf). The cap is kappa min(tau) over every
+  // layer's outputs not yet within a tenth of the band, kappa = sqrt(12 eps).
   // The largest step of FastTranOptions::step_factor stays the floor.
   const double kappa = std::sqrt(12 * to_.settle_error);
   auto output_cap = [&](Lane& ln) {
@@ -451,6 +453,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
         const double d1 = (y0[k] - ln.yo[1][k]) / h0, d2 = (ln.yo[1][k] - ln.yo[2][k]) / h1;
         const double v2 = 2 * (d1 - d2) / (h0 + h1), v1 = d1 + 0.5 * h0 * v2;
         if (std::fabs(v2) > 0) tau = std::min(tau, std::fabs(v1 / v2));
+        if (std::fabs(v1) > 0) tau = std::min(tau, std::fabs((y0[k] - vf) / v1));
       }
     ln.cap = std::isfinite(tau) ? kappa * tau : 0;
   };
