@@ -383,28 +383,15 @@ struct Kernel {
   // level-1 op-amp's output current still balances to ~0.1 mA. Measured (2026-11-25): the shipped network 5%
   // slower at 1, 3% at 10; at 100 the level-1 glitches are back.
   static constexpr double kKclRel = 10;
-  template <int N>
-  bool kcl_ok(const double* J, const double* rhs, const double* x, double tol_scale) const {
+  // T = double (one image: a bool) or Vd (a block: a mask of the lanes that pass; tol_scale per lane).
+  template <int N, class T, class S>
+  auto kcl_ok(const T* J, const T* rhs, const T* x, S tol_scale) const {
     const int n = N > 0 ? N : L.n;
+    auto ok = vabs(T{}) <= T{};  // true on every lane
     for (int k = 0; k < n; ++k) {
-      double r = -rhs[k], m = std::fabs(rhs[k]);
+      T r = -rhs[k], m = vabs(rhs[k]);
       for (int j = 0; j < n; ++j) {
-        const double t = J[k * n + j] * x[j];
-        r += t;
-        m += std::fabs(t);
-      }
-      if (!(std::fabs(r) <= tol_scale * (kKclRel * reltol * m + abstol))) return false;
-    }
-    return true;
-  }
-  template <int N>
-  Vm kcl_ok_lanes(const Vd* J, const Vd* rhs, const Vd* x, Vd tol_scale) const {
-    const int n = N > 0 ? N : L.n;
-    Vm ok = mask_all(true);
-    for (int k = 0; k < n; ++k) {
-      Vd r = -rhs[k], m = vabs(rhs[k]);
-      for (int j = 0; j < n; ++j) {
-        const Vd t = J[k * n + j] * x[j];
+        const T t = J[k * n + j] * x[j];
         r += t;
         m += vabs(t);
       }
@@ -505,7 +492,7 @@ struct Kernel {
       std::copy(lim, lim + kLim, lim2);
       Vm noncon{};
       stamp<N>(in, x, Jw, rhs, lim2, it == 1 ? ~warm : Vm{}, noncon);
-      const Vm balanced = kcl_ok_lanes<N>(Jw, rhs, x, tol_scale);
+      const Vm balanced = kcl_ok<N>(Jw, rhs, x, tol_scale);
       Vm bad = lu_factor_lanes<N>(n, Jw, pt) & run;
       lu_apply_lanes<N>(n, Jw, pt, rhs);
       Vm conv = (noncon == 0) & balanced & (warm | mask_all(it > 1) | (tol_scale > 1.0));
@@ -559,7 +546,7 @@ struct Kernel {
     std::copy(lim, lim + kLim, lim2);
     Vm noncon{};
     stamp<N>(in, x, J, r, lim2, Vm{}, noncon);
-    Vm ok = run & (noncon == 0) & kcl_ok_lanes<N>(J, r, x, tol_scale);
+    Vm ok = run & (noncon == 0) & kcl_ok<N>(J, r, x, tol_scale);
     for (int i = 0; i < n; ++i) {
       Vd v = r[i];
       for (int k = 0; k < n; ++k) v -= J[i * n + k] * x[k];
