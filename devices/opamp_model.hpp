@@ -149,15 +149,17 @@ inline double pole_voltage_dc(const DcCoeffs& c, double stage, double& dp_dstage
 }
 
 // Share of an output current io [A] drawn from the positive rail (the rest comes from the negative one): a smooth
-// split of width kIsplit. T = double, or the device's Dual/Sym (their sqrt found by argument-dependent lookup).
-template <class T> T from_vcc(const T& io) {
-  using std::sqrt;
-  return T(0.5) * (io + sqrt(io * io + T(kIsplit * kIsplit)));
-}
-// The same for types with mixed arithmetic against double (double, the NN fast evaluator's lane vector), with their
-// square root sqrt_fn.
+// split of width kIsplit. T: any type with arithmetic against double (double, the device's Dual/Sym, the NN fast
+// evaluator's lane vector), sqrt_fn its square root.
 template <class T, class SqrtF> T from_vcc(const T& io, SqrtF&& sqrt_fn) {
   return 0.5 * (io + sqrt_fn(io * io + kIsplit * kIsplit));
+}
+// The same with the sqrt that argument-dependent lookup finds (double, Dual, Sym).
+template <class T> T from_vcc(const T& io) {
+  return from_vcc(io, [](const T& a) {
+    using std::sqrt;
+    return T(sqrt(a));
+  });
 }
 
 // Power [W] the rails vpos/vneg [V] deliver to an op-amp with quiescent current iq [A] that drives io [A] into its
