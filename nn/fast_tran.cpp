@@ -183,11 +183,9 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     std::vector<std::vector<double>> x1, x2, lim1;  // accepted solutions (predictor, rejected steps)
     std::vector<double> iaux;
     int settled_points = 0;
-    // Every layer's outputs (y) at the last three accepted points and their times [s], for their time constants
-    // (output_cap()).
+    // Every layer's outputs (y) at the last three accepted points (their times: the end of T), for their time
+    // constants (output_cap()).
     std::vector<double> yo[3];
-    double to[3] = {0, 0, 0};
-    int n_yo = 0;             // accepted points in yo
     double cap = 0;           // [s] the largest step the outputs' time scales allow (0: none yet)
     bool inside = false;  // every last-layer output within its band at the last accepted point
     // Time stepping: the engine's .tran step control, the time t of the last accepted point, the step h1 that led
@@ -433,18 +431,15 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
     const Work& ws = ln.w;
     int k = 0;
     std::rotate(ln.yo, ln.yo + 2, ln.yo + 3);  // yo[0] <- the new point
-    ln.to[2] = ln.to[1];
-    ln.to[1] = ln.to[0];
-    ln.to[0] = ln.t;
     std::vector<double>& y0 = ln.yo[0];
     y0.clear();
     for (int l = 0; l < L; ++l)
       for (int j = 0; j < lr[l].C; ++j)
         y0.push_back(ws.x[l][static_cast<size_t>(j) * lr[l].n + I.layers[l].kernel.L.y]);
-    ln.n_yo = std::min(ln.n_yo + 1, 3);
     ln.cap = 0;
-    if (ln.n_yo < 3 || ln.t <= tr) return;
-    const double h0 = ln.to[0] - ln.to[1], h1 = ln.to[1] - ln.to[2];
+    const size_t np = ln.T.size();  // t = 0 and the accepted points, this one last
+    if (np < 4 || ln.t <= tr) return;
+    const double h0 = ln.T[np - 1] - ln.T[np - 2], h1 = ln.T[np - 2] - ln.T[np - 3];
     double tau = INFINITY;
     for (int l = 0; l < L; ++l)
       for (int j = 0; j < lr[l].C; ++j, ++k) {
