@@ -133,15 +133,25 @@ bool StepControl::propose(double t, double bp, double tmax) {
   return false;
 }
 
+namespace {
+// A step whose truncation error allows no more than this fraction of it is rejected (SPICE's DCtran).
+constexpr double kRejectBelow = 0.9;
+}  // namespace
+
 bool StepControl::judge(const Integrator& integ, const Options& opt, Integration method, double& newdelta) {
   newdelta = std::min(2 * delta, integ.lte_step(opt, method, order));
-  if (!(newdelta > 0.9 * delta)) return false;
+  if (!(newdelta > kRejectBelow * delta)) return false;
   if (order == 1 && maxorder > 1) {
     order = 2;
     newdelta = std::min(2 * delta, integ.lte_step(opt, method, 2));
     if (newdelta <= 1.05 * delta) order = 1;
   }
   return true;
+}
+
+bool StepControl::bound(double h, double& newdelta) const {
+  newdelta = std::min(newdelta, h);
+  return h > kRejectBelow * delta;
 }
 
 bool StepControl::retry(double newdelta, double hmin) {

@@ -63,6 +63,9 @@ struct StepControl {
   // After a converged step other than the first: the next step newdelta [s] from the LTE (and the order for it);
   // false when the truncation error rejects this step (newdelta is then the retry's).
   bool judge(const Integrator& integ, const Options& opt, Integration method, double& newdelta);
+  // A further bound h [s] on the step from other states' truncation error (their own tolerances), after judge():
+  // newdelta is at most h, and false when h rejects the step as judge() would (h <= 0.9 x the step tried).
+  bool bound(double h, double& newdelta) const;
   // A rejected step: the retry's delta = newdelta, at least hmin once; false when already at hmin (give up).
   bool retry(double newdelta, double hmin);
 };

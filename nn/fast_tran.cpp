@@ -788,8 +788,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
           // one more time point; at the engine's trtol, 7, no gain.
           const double he = ln.energy.lte_step(o_energy, Integration::Trapezoidal, sc.order);
           ok = sc.judge(ln.integ, o, Integration::Trapezoidal, newdelta);
-          if (ok && !(he > 0.9 * delta)) ok = false;
-          newdelta = std::min(newdelta, he);
+          ok = sc.bound(he, newdelta) && ok;
         }
         // An output crossing its band edge within a coarse step: redo the step finely.
         if (ok && delta > 1.01 * h_fine) {
