@@ -94,9 +94,11 @@ double Integrator::lte_step(const Options& opt, Integration method, int order) c
   const double rel_h = opt.reltol / h_[0];
   // Largest ratio err / (trtol * tol) over the states; the step is then its inverse (its root at order 2).
   double worst = 0.0;
+  const double* qfloor = qfloor_.empty() ? nullptr : qfloor_.data();
   for (int s = 0; s < n_; ++s) {
     const double volttol = opt.abstol + opt.reltol * std::max(std::fabs(i0[s]), std::fabs(i1[s]));
-    const double chargetol = rel_h * std::max(std::max(std::fabs(q0[s]), std::fabs(q1[s])), opt.chgtol);
+    const double floor = qfloor ? std::max(opt.chgtol, qfloor[s]) : opt.chgtol;
+    const double chargetol = rel_h * std::max(std::max(std::fabs(q0[s]), std::fabs(q1[s])), floor);
     const double tol = std::max(volttol, chargetol);
     double d = w[0] * q0[s] + w[1] * q1[s] + w[2] * q2[s];
     if (order == 2) d += w[3] * q3[s];

@@ -26,6 +26,11 @@ class Integrator {
   // Initialises history from the states written by a DC load (or init_uic): q1 = q0, dq/dt = 0.
   void start_from_dc(const LoadContext& ctx);
   std::vector<double>& q0() { return q_[0]; }
+  // Per-state floors [C] of the charge tolerance, in place of Options::chgtol where larger (empty: chgtol for every
+  // state). For a state whose charge is C v, a floor C * vtol / reltol keeps the truncation tolerance on v at vtol or
+  // more near v = 0, instead of reltol * chgtol / C (for a 1-nF internal capacitor 1e-8 V, where SPICE's chgtol is
+  // made for pF: 1e-5 V on 1 pF).
+  void set_charge_floor(std::vector<double> floor) { qfloor_ = std::move(floor); }
   // Integrates another quantity y' = f over the last prepared step with the same rule (method, order, step):
   // returns y0 from y1, y2 (values at the last two accepted points), f0 (at the new point) and f1 (at the last
   // accepted point). Used for the energies of the power probes [J from W].
@@ -36,6 +41,7 @@ class Integrator {
   std::vector<double> q_[4];   // q_[0] current step, q_[1] last accepted, q_[2], q_[3] older
   std::vector<double> i_[2];   // dq/dt at q_[0] and q_[1] [A or V]
   std::vector<double> hist_;   // companion history term per state
+  std::vector<double> qfloor_; // [C] per-state floors of the charge tolerance (empty: Options::chgtol)
   double h_[4] = {0, 0, 0, 0}; // step sizes: h_[0] current, h_[1] previous, ...
   int valid_ = 1;              // number of valid history points in q_[1..]
   double ag0_ = 0;

@@ -34,15 +34,17 @@ struct FastTranOptions {
   long max_points = 1'000'000;  // accepted time points per image before giving up
   // Largest step, in units of the engine's (TransientOptions: tstop / points), except across the edge of a last-layer
   // output's settling band, where steps are at most the engine's (the settling time is a linear interpolation).
-  // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25): 2 keeps the settling times and
-  // energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only 1.3e-3 (the trapezoidal rule's global error).
+  // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25, before settle_error could also
+  // shorten steps): 2 kept the settling times and energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only
+  // 1.3e-3 (the trapezoidal rule's global error).
   double step_factor = 2;
-  // Beyond that, the largest step follows the outputs' approach to their final values: steps at which the
-  // trapezoidal rule's phase error, (h / tau)^2 / 12 for an output settling with time constant tau, stays within
-  // settle_error of the settling time. Measured (2026-11-25): on the 24-8-4 test network the worst difference from
-  // the engine stays 2.1e-4 (the floor above decides there; 5e-3 takes 21% fewer points for 9.3e-4); on the
-  // shipped network, 200 images against a tight run (step factor 0.5, reltol 1e-4), latencies and energies within
-  // 1.2e-4 (2.5e-5 without it), 400 images in 6.96 s instead of 8.09 s (2.2 s of it start-up).
+  // The largest step also follows the outputs' approach to their final values: steps at which the trapezoidal rule's
+  // phase error, (h / tau)^2 / 12 for an output settling with time constant tau, stays within settle_error of the
+  // settling time. Beyond the step above where any output's approach is slower; below it (down to a quarter of the
+  // engine's step) where an output approaches exponentially faster. Measured (2026-11-25), the worst difference in
+  // settling time and energy: 24-8-4 test network against the engine 1.4e-4 (5e-3: 9.5e-4, 40% fewer points); 200
+  // images against a tight run of the fast path (step factor 0.5, reltol 1e-4): shipped network 1.1e-4, LM358 board
+  // 7.4e-4, integrated design 1.6e-4.
   double settle_error = 5e-4;
   // While every last-layer output is inside its band, the largest step is tail_factor times the above: the settling
   // time and the energy up to it are then decided (an output leaving the band again redoes its step finely), and
