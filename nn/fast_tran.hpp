@@ -32,8 +32,8 @@ struct FastTranOptions {
   double chgtol = 1e-14;  // [C]
   double trtol = 7.0;
   long max_points = 1'000'000;  // accepted time points per image before giving up
-  // Largest step, in units of the engine's (TransientOptions: tstop / points), except across the edge of a last-layer
-  // output's settling band, where steps are at most the engine's (the settling time is a linear interpolation).
+  // Largest step, in units of the engine's (TransientOptions: tstop / points). (Where a last-layer output enters its
+  // settling band the entry is interpolated on a parabola, band_entry in fast_tran.cpp, not on shorter steps.)
   // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25, before settle_error could also
   // shorten steps): 2 kept the settling times and energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only
   // 1.3e-3 (the trapezoidal rule's global error).
@@ -42,9 +42,9 @@ struct FastTranOptions {
   // phase error, (h / tau)^2 / 12 for an output settling with time constant tau, stays within settle_error of the
   // settling time. Beyond the step above where any output's approach is slower; below it (down to a quarter of the
   // engine's step) where an output approaches exponentially faster. Measured (2026-11-25), the worst difference in
-  // settling time and energy: 24-8-4 test network against the engine 1.4e-4 (5e-3: 9.5e-4, 40% fewer points); 200
-  // images against a tight run of the fast path (step factor 0.5, reltol 1e-4): shipped network 1.1e-4, LM358 board
-  // 7.4e-4, integrated design 1.6e-4.
+  // settling time and energy: 24-8-4 test network against the engine 1.7e-4 (5e-3: 1.3e-3, 47% fewer points); 200
+  // images against a tight run of the fast path (step factor 0.5, reltol 1e-4): shipped network 1.4e-4, LM358 board
+  // 8.0e-4, integrated design 2.9e-4.
   double settle_error = 5e-4;
   // While every last-layer output is inside its band, the largest step is tail_factor times the above: the settling
   // time and the energy up to it are then decided (an output leaving the band again redoes its step finely), and
