@@ -36,13 +36,16 @@ struct FastTranOptions {
   // settling band the entry is interpolated on a parabola, band_entry in fast_tran.cpp, not on shorter steps.)
   // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25, before settle_error could also
   // shorten steps): 2 kept the settling times and energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only
-  // 1.3e-3 (the trapezoidal rule's global error).
-  double step_factor = 2;
+  // 1.3e-3 (the trapezoidal rule's global error). Since settle_error also shortens steps (2026-11-25, later): 2, 4
+  // and 8 give the same differences (24-8-4 against the engine 1.7e-4; 200 shipped images against a tight run
+  // 1.4e-4, board 7.6-8.3e-4, integrated 2.9e-4), and 4 takes 7% fewer points than 2 on the shipped network (8 no
+  // fewer than 4).
+  double step_factor = 4;
   // The largest step also follows the outputs' approach to their final values: steps at which the trapezoidal rule's
   // phase error, (h / tau)^2 / 12 for an output settling with time constant tau, stays within settle_error of the
   // settling time. Beyond the step above where any output's approach is slower; below it (down to a quarter of the
   // engine's step) where an output approaches exponentially faster. Measured (2026-11-25), the worst difference in
-  // settling time and energy: 24-8-4 test network against the engine 1.7e-4 (5e-3: 1.3e-3, 47% fewer points); 200
+  // settling time and energy: 24-8-4 test network against the engine 1.7e-4 (5e-3: 1.2e-3, 50% fewer points); 200
   // images against a tight run of the fast path (step factor 0.5, reltol 1e-4): shipped network 1.4e-4, LM358 board
   // 8.0e-4, integrated design 2.9e-4.
   double settle_error = 5e-4;
