@@ -694,7 +694,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       // least twice the settling time; the run here stops nearer, so its last point is a poorer stand-in).
       const double fin = ln.wfin.x[L - 1][out_index(j)];
       for (size_t q = np - 1; q-- > 0;) {
-        const double vk = Y[q * nout + j], vk1 = Y[(q + 1) * nout + j];
+        const double vk = Y[q * nout + j];
         if (std::fabs(vk - fin) <= band) continue;
         const double side = vk > fin ? 1.0 : -1.0;  // the distance beyond the band edge it enters through
         auto beyond = [&](size_t p) { return side * (Y[p * nout + j] - fin) - band; };
