@@ -55,11 +55,8 @@ double interp(const std::vector<double>& t, const std::vector<double>& v, size_t
   return a + w * (b - a);
 }
 
-// When an output enters its settling band between t0 and t1 [s]: the zero of its distance beyond the band edge, y0 >
-// 0 at t0 and y1 <= 0 at t1, on the parabola through those and (ta, ya), the point before t0 (ta < t0). The
-// parabola's error is third order in the step, the line's second (h^2 / (8 tau) late for an output approaching
-// with time constant tau), so the entry needs no shorter steps than the approach. Where the parabola is not
-// monotone between t0 and t1 (a ring, a kink), the line through the two points.
+}  // namespace
+
 double band_entry(double ta, double ya, double t0, double y0, double t1, double y1) {
   const double hb = t1 - t0, db = (y1 - y0) / hb, da = (ya - y0) / (ta - t0);
   const double c2 = (db - da) / (hb - (ta - t0)), c1 = da - c2 * (ta - t0);  // y0 + c1 s + c2 s^2, s = t - t0
@@ -68,8 +65,6 @@ double band_entry(double ta, double ya, double t0, double y0, double t1, double 
   const double s = 2 * y0 / (-c1 + std::sqrt(std::max(0.0, c1 * c1 - 4 * c2 * y0)));  // the root in [0, hb]
   return s >= 0 && s <= hb ? t0 + s : linear;
 }
-
-}  // namespace
 
 Status FastTransient::prepare(const HardwareInstance& hw, const FastOptions& fo, const FastTranOptions& to) {
   hw_ = &hw;

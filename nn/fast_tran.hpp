@@ -33,7 +33,7 @@ struct FastTranOptions {
   double trtol = 7.0;
   long max_points = 1'000'000;  // accepted time points per image before giving up
   // Largest step, in units of the engine's (TransientOptions: tstop / points). (Where a last-layer output enters its
-  // settling band the entry is interpolated on a parabola, band_entry in fast_tran.cpp, not on shorter steps.)
+  // settling band the entry is interpolated on a parabola, band_entry below, not on shorter steps.)
   // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25, before settle_error could also
   // shorten steps): 2 kept the settling times and energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only
   // 1.3e-3 (the trapezoidal rule's global error). Since settle_error also shortens steps (2026-11-25, later): 2, 4
@@ -63,6 +63,13 @@ struct FastTranOptions {
   // only 1.04x and 1.05x faster).
   double newton_reltol = 1e-4;
 };
+
+// When an output enters its settling band between t0 and t1 [s]: the zero of its distance beyond the band edge, y0 >
+// 0 at t0 and y1 <= 0 at t1, on the parabola through those and (ta, ya), the point before t0 (ta < t0). The
+// parabola's error is third order in the step, the line's second (h^2 / (8 tau) late for an output approaching
+// with time constant tau), so the entry needs no shorter steps than the approach. Where the parabola is not
+// monotone between t0 and t1 (a ring, a kink), the line through the two points.
+double band_entry(double ta, double ya, double t0, double y0, double t1, double y1);
 
 class FastTransient {
  public:

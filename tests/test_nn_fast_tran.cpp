@@ -369,3 +369,30 @@ TEST_CASE("nn fast transient: the neurons' convergence test balances the current
   REQUIRE(K.solve(in, xs, ls, true, 0, 0, nullptr, nullptr, tol_scale) > 0);
   CHECK(std::fabs(xs[K.L.s] - x[K.L.s]) < 1e-7);
 }
+
+// The settling time's band entry (band_entry): on an output approaching exponentially, the parabola through three
+// points finds the entry with an error third order in the step, where the line through the last two is second
+// order (and late); a parabola that is not monotone across the step (an output that turned) falls back to the line.
+TEST_CASE("nn fast transient: the band entry on a parabola is third order in the step") {
+  const double tau = 400e-9, a = 0.1, band = 2e-3;
+  const double exact = tau * std::log(a / band);  // y(t) = a exp(-t / tau) - band crosses 0 here
+  auto y = [&](double t) { return a * std::exp(-t / tau) - band; };
+  double err_par[3], err_lin[3];
+  const double steps[3] = {0.2 * tau, 0.1 * tau, 0.05 * tau};
+  for (int i = 0; i < 3; ++i) {
+    const double h = steps[i], t0 = exact - 0.37 * h, ta = t0 - h, t1 = t0 + h;
+    err_par[i] = std::fabs(band_entry(ta, y(ta), t0, y(t0), t1, y(t1)) - exact);
+    err_lin[i] = std::fabs(t0 + h * y(t0) / (y(t0) - y(t1)) - exact);
+    MESSAGE(fmt::format("step {:.2f} tau: parabola {:.3e} s, line {:.3e} s", h / tau, err_par[i], err_lin[i]));
+    CHECK(err_par[i] < 0.1 * err_lin[i]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    CHECK(err_lin[i] / err_lin[i + 1] > 3.5);  // second order
+    CHECK(err_par[i] / err_par[i + 1] > 7.0);  // third order
+  }
+  // An output inside the band at ta, outside at t0 and inside again at t1 (a ring): the parabola through the three
+  // points still rises after t0, so the line.
+  CHECK(band_entry(0.0, -2e-3, 1.0, 1e-3, 2.0, -1e-3) == doctest::Approx(1.5));
+  // The parabola's peak before t0 (monotone across the step): the parabola, not the line.
+  CHECK(band_entry(0.0, 0.5e-3, 1.0, 1e-3, 2.0, -1e-3) != doctest::Approx(1.5));
+}
