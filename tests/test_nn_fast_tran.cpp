@@ -319,13 +319,13 @@ TEST_CASE("nn fast transient: the shortest sampling time within 0.1 points of th
 }
 
 // The issue's check on the shipped network: 20 MNIST test images (ANASIM_FAST_TRAN_IMAGES), each through the engine's
-// transient of the full mapped netlist and the fast path. Not run to the end yet. Measured 2026-11-24 on image 0 (411,534
-// unknowns): the warm-started initial point takes 2 Newton iterations; every time step 2.3 on average, each a UMFPACK
-// factorization and solve of 0.9 s CPU (METIS order) to 3.3 s (AMD order, the tree's choice at 10:00); over the first
-// 9 ns the truncation-error control (reltol 1e-7) keeps the steps near 6e-11 s against the largest step of 13 ns:
-// at least 2,000 steps, many hours of CPU per image. The engine runs to four times the default tstop (6.65 us here; the fast path settles in 6.2-8.2 us on
-// the first 20 images and the engine's settling time must lie in the first half of its run) with the fast path's
-// largest step (default tstop / 500).
+// transient of the full mapped netlist and the fast path. Not run to the end yet. Measured 2026-11-24 on image 0
+// (411,534 unknowns): the warm-started initial point takes 2 Newton iterations; every time step 2.3 on average, each a
+// UMFPACK factorization and solve of 0.9 s CPU (METIS order) to 3.3 s (AMD order, the tree's choice at 10:00); over the
+// first 9 ns the truncation-error control (reltol 1e-7) keeps the steps near 6e-11 s against the largest step of 13 ns:
+// at least 2,000 steps, many hours of CPU per image. The engine runs to four times the default tstop (6.65 us here; the
+// fast path settles in 6.2-8.2 us on the first 20 images and the engine's settling time must lie in the first half of
+// its run) with the fast path's largest step (default tstop / 500).
 TEST_CASE("nn slow: fast transient equals the engine's transient on the shipped 784-128-10" * doctest::skip()) {
   Shipped s;
   compare(s, images_from_env(20), 4 * default_tstop(s.cfg, static_cast<int>(s.map.layers.size())), 2000);
