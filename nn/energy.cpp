@@ -19,15 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Linear interpolation of signal v over the time points t at time x (clamped to the ends).
-double interp(const std::vector<double>& t, const std::vector<double>& v, double x) {
-  if (x <= t.front()) return v.front();
-  if (x >= t.back()) return v.back();
-  const size_t k = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), x) - t.begin());
-  const double w = (x - t[k - 1]) / (t[k] - t[k - 1]);
-  return v[k - 1] + w * (v[k] - v[k - 1]);
-}
-
 // Component of a device of the mapped netlist (by name prefix), -1 for sources.
 int part_of(const std::string& dev) {
   auto starts = [&](const char* p) { return dev.rfind(p, 0) == 0; };
@@ -62,7 +53,7 @@ std::vector<int> classes_at(const HardwareInstance& hw, const std::vector<double
   std::vector<int> out;
   std::vector<double> y(yv.size());
   for (double ts_k : ts) {
-    for (size_t j = 0; j < yv.size(); ++j) y[j] = interp(t, *yv[j], ts_k);
+    for (size_t j = 0; j < yv.size(); ++j) y[j] = interp(t, yv[j]->data(), 1, ts_k);
     out.push_back(class_of(hw, y));
   }
   return out;
@@ -102,7 +93,7 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   out.tstop_s = tstop;
   if (t.size() < 2) return Status::numerical("network transient: fewer than two time points");
 
-  // Settling: the last crossing out of the +-0.5 LSB band around the final value, interpolated linearly.
+  // Settling: the last entry into the +-0.5 LSB band around the final value (the value at the last point).
   const AdcSpec& adc = map.layers.back().adc_spec;
   const double band = 0.5 * (adc.vmax - adc.vmin) / static_cast<double>(adc_max_code(adc));
   std::vector<const std::vector<double>*> yv;
@@ -112,17 +103,7 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
     yv.push_back(&s->re);
   }
   double settle = 0;
-  for (const auto* v : yv) {
-    const double fin = v->back();
-    for (size_t k = v->size() - 1; k-- > 0;) {
-      if (std::fabs((*v)[k] - fin) <= band) continue;
-      // (*v)[k] outside, (*v)[k+1] inside: where the distance to fin crosses the band edge.
-      const double d0 = std::fabs((*v)[k] - fin), d1 = std::fabs((*v)[k + 1] - fin);
-      const double w = d0 > d1 ? (d0 - band) / (d0 - d1) : 1.0;
-      settle = std::max(settle, t[k] + w * (t[k + 1] - t[k]));
-      break;
-    }
-  }
+  for (const auto* v : yv) settle = std::max(settle, last_band_entry(t, v->data(), 1, v->back(), band));
   settled = settle < 0.5 * tstop;
   out.settle_s = settle;
   if (!settled) return {};
@@ -131,12 +112,12 @@ Status run_once(const HardwareInstance& hw, const LayerCodes& codes, const Layer
   const Signal* total = res.find("e(total)");
   if (!total)
     return Status::numerical("network transient: the engine gave no energies e(...) (power probes not available)");
-  out.energy_j = interp(t, total->re, settle);
+  out.energy_j = interp(t, total->re.data(), 1, settle);
   std::fill(std::begin(out.energy_parts_j), std::end(out.energy_parts_j), 0.0);
   for (const Signal& s : res.signals) {
     if (s.name.size() < 4 || s.name.compare(0, 2, "e(") != 0 || s.name.compare(2, 5, "type:") == 0) continue;
     const int part = part_of(s.name.substr(2, s.name.size() - 3));
-    if (part >= 0) out.energy_parts_j[part] += interp(t, s.re, settle);
+    if (part >= 0) out.energy_parts_j[part] += interp(t, s.re.data(), 1, settle);
   }
 
   // Classes: settled, and at the sampling times.
@@ -246,6 +227,41 @@ Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, cons
                                        sample, out.tstop_s));
 }
 
+double interp(const std::vector<double>& t, const double* y, size_t stride, double x) {
+  const size_t n = t.size();
+  if (x <= t.front()) return y[0];
+  if (x >= t.back()) return y[(n - 1) * stride];
+  const size_t k = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), x) - t.begin());
+  const double w = (x - t[k - 1]) / (t[k] - t[k - 1]);
+  const double a = y[(k - 1) * stride], b = y[k * stride];
+  return a + w * (b - a);
+}
+
+double band_entry(double ta, double ya, double t0, double y0, double t1, double y1) {
+  const double hb = t1 - t0, db = (y1 - y0) / hb, da = (ya - y0) / (ta - t0);
+  const double c2 = (db - da) / (hb - (ta - t0)), c1 = da - c2 * (ta - t0);  // y0 + c1 s + c2 s^2, s = t - t0
+  const double linear = t0 + hb * y0 / (y0 - y1);
+  if (!(c1 < 0 && c1 + 2 * c2 * hb < 0)) return linear;
+  const double s = 2 * y0 / (-c1 + std::sqrt(std::max(0.0, c1 * c1 - 4 * c2 * y0)));  // the root in [0, hb]
+  return s >= 0 && s <= hb ? t0 + s : linear;
+}
+
+double last_band_entry(const std::vector<double>& t, const double* y, size_t stride, double fin, double band) {
+  const size_t n = t.size();
+  if (n == 0) return 0;
+  if (std::fabs(y[(n - 1) * stride] - fin) > band) return t.back();
+  for (size_t q = n - 1; q-- > 0;) {
+    const double vq = y[q * stride];
+    if (std::fabs(vq - fin) <= band) continue;
+    const double side = vq > fin ? 1.0 : -1.0;  // the distance beyond the band edge it enters through
+    auto beyond = [&](size_t p) { return side * (y[p * stride] - fin) - band; };
+    const double y1 = beyond(q + 1);  // <= 0: q + 1 is inside
+    if (q == 0) return t[0] + (t[1] - t[0]) * beyond(0) / (beyond(0) - y1);
+    return band_entry(t[q - 1], beyond(q - 1), t[q], beyond(q), t[q + 1], y1);
+  }
+  return 0;
+}
+
 int class_at_time(const ImageTransient& it, double ts) {
   if (it.class_t.empty()) return it.cls;
   const size_t k = static_cast<size_t>(std::upper_bound(it.class_t.begin(), it.class_t.end(), ts) - it.class_t.begin());
@@ -345,8 +361,8 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
   auto after_round = [&](const dist::ItemTable& t) -> Status {
     return opt.checkpoint.empty() || !dist::is_root() ? Status{} : save_checkpoint(opt.checkpoint, id, t);
   };
-  if (Status st = dist::run_items(table, dist::chunk_size(n, opt.engine ? 1 : 16 * omp_get_max_threads()), chunk, after_round, "images"); !st)
-    return st;
+  const int per_chunk = dist::chunk_size(n, opt.engine ? 1 : 16 * omp_get_max_threads());
+  if (Status st = dist::run_items(table, per_chunk, chunk, after_round, "images"); !st) return st;
   rep.images.assign(n, ImageTransient{});
   for (int k = 0; k < n; ++k) rep.images[k] = unpack_image(table.values[k]);
   std::vector<double> lat, en;

@@ -57,6 +57,20 @@ struct TransientOptions {
 // The class an image's record (ImageTransient::class_t/v) gives at time ts [s].
 int class_at_time(const ImageTransient& it, double ts);
 
+// Waveforms as both transient paths record them: samples y[k * stride] at the time points t[k] [s].
+// Linear interpolation at time x [s] (clamped to the ends).
+double interp(const std::vector<double>& t, const double* y, size_t stride, double x);
+// When an output enters its settling band between t0 and t1 [s]: the zero of its distance beyond the band edge, y0 >
+// 0 at t0 and y1 <= 0 at t1, on the parabola through those and (ta, ya), the point before t0 (ta < t0). The
+// parabola's error is third order in the step, the line's second (h^2 / (8 tau) late for an output approaching
+// with time constant tau), so the entry needs no shorter steps than the approach. Where the parabola is not
+// monotone between t0 and t1 (a ring, a kink), the line through the two points.
+double band_entry(double ta, double ya, double t0, double y0, double t1, double y1);
+// An output's settling time [s]: when it last enters the band |y - fin| <= band (band_entry between the last
+// sample outside and the next; the line where no sample precedes); 0 if every sample is inside, t.back() if the
+// last one is not.
+double last_band_entry(const std::vector<double>& t, const double* y, size_t stride, double fin, double band);
+
 // Runs the engine's transient of the full mapped netlist of one input (codes: the sample's DAC codes; from: the
 // codes before the step, used when opt.from_previous) and reduces it to settling time, energy and classes at
 // the sampling times `sample_times` [s] (outputs linearly interpolated between time points; after tstop: the

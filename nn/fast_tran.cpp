@@ -44,27 +44,7 @@ void product_lanes(const MatrixXd& M, const Vd* v, Vd* out, bool add) {
   for (; k < K; ++k) axpy(out, M.col(k).data(), v[k], R);
 }
 
-// Linear interpolation of v over t at x (clamped).
-double interp(const std::vector<double>& t, const std::vector<double>& v, size_t stride, size_t k0, double x) {
-  const size_t n = t.size();
-  if (x <= t.front()) return v[k0];
-  if (x >= t.back()) return v[(n - 1) * stride + k0];
-  const size_t k = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), x) - t.begin());
-  const double w = (x - t[k - 1]) / (t[k] - t[k - 1]);
-  const double a = v[(k - 1) * stride + k0], b = v[k * stride + k0];
-  return a + w * (b - a);
-}
-
 }  // namespace
-
-double band_entry(double ta, double ya, double t0, double y0, double t1, double y1) {
-  const double hb = t1 - t0, db = (y1 - y0) / hb, da = (ya - y0) / (ta - t0);
-  const double c2 = (db - da) / (hb - (ta - t0)), c1 = da - c2 * (ta - t0);  // y0 + c1 s + c2 s^2, s = t - t0
-  const double linear = t0 + hb * y0 / (y0 - y1);
-  if (!(c1 < 0 && c1 + 2 * c2 * hb < 0)) return linear;
-  const double s = 2 * y0 / (-c1 + std::sqrt(std::max(0.0, c1 * c1 - 4 * c2 * y0)));  // the root in [0, hb]
-  return s >= 0 && s <= hb ? t0 + s : linear;
-}
 
 Status FastTransient::prepare(const HardwareInstance& hw, const FastOptions& fo, const FastTranOptions& to) {
   hw_ = &hw;
@@ -688,31 +668,20 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
       // The final value: the DC solution of the new input (the engine takes the value at its last time point, at
       // least twice the settling time; the run here stops nearer, so its last point is a poorer stand-in).
       const double fin = ln.wfin.x[L - 1][out_index(j)];
-      for (size_t q = np - 1; q-- > 0;) {
-        const double vk = Y[q * nout + j];
-        if (std::fabs(vk - fin) <= band) continue;
-        const double side = vk > fin ? 1.0 : -1.0;  // the distance beyond the band edge it enters through
-        auto beyond = [&](size_t p) { return side * (Y[p * nout + j] - fin) - band; };
-        const double y1 = beyond(q + 1);  // <= 0: q + 1 is inside
-        if (q == 0)
-          settle = std::max(settle, T[0] + (T[1] - T[0]) * beyond(0) / (beyond(0) - y1));
-        else
-          settle = std::max(settle, band_entry(T[q - 1], beyond(q - 1), T[q], beyond(q), T[q + 1], y1));
-        break;
-      }
+      settle = std::max(settle, last_band_entry(T, Y.data() + j, nout, fin, band));
     }
     out.settle_s = settle;
     out.tstop_s = ln.t;
     out.timepoints = ln.accepted;
     for (int p = 0; p < kNumEnergyParts; ++p) {
-      out.energy_parts_j[p] = interp(T, E, kNumEnergyParts, p, settle);
+      out.energy_parts_j[p] = interp(T, E.data() + p, kNumEnergyParts, settle);
       out.energy_j += out.energy_parts_j[p];
     }
     auto class_at = [&](double ts) {
       int best = 0;
       long best_code = -1;
       for (int j = 0; j < nout; ++j) {
-        const long kc = adc_code(hw, L - 1, j, interp(T, Y, nout, j, ts));
+        const long kc = adc_code(hw, L - 1, j, interp(T, Y.data() + j, nout, ts));
         if (kc > best_code) {
           best_code = kc;
           best = j;

@@ -33,7 +33,7 @@ struct FastTranOptions {
   double trtol = 7.0;
   long max_points = 1'000'000;  // accepted time points per image before giving up
   // Largest step, in units of the engine's (TransientOptions: tstop / points). (Where a last-layer output enters its
-  // settling band the entry is interpolated on a parabola, band_entry below, not on shorter steps.)
+  // settling band the entry is interpolated on a parabola, band_entry in nn/energy.hpp, not on shorter steps.)
   // Measured against the engine (tests/test_nn_fast_tran.cpp, 24-8-4, 2026-11-25, before settle_error could also
   // shorten steps): 2 kept the settling times and energies within 2.9e-4 of the engine's, 3 within 6.6e-4, 4 only
   // 1.3e-3 (the trapezoidal rule's global error). Since settle_error also shortens steps (2026-11-25, later): 2, 4
@@ -45,9 +45,9 @@ struct FastTranOptions {
   // phase error, (h / tau)^2 / 12 for an output settling with time constant tau, stays within settle_error of the
   // settling time. Beyond the step above where any output's approach is slower; below it (down to a quarter of the
   // engine's step) where an output approaches exponentially faster. Measured (2026-11-25), the worst difference in
-  // settling time and energy: 24-8-4 test network against the engine 1.7e-4 (5e-3: 1.2e-3, 50% fewer points); 200
-  // images against a tight run of the fast path (step factor 0.5, reltol 1e-4): shipped network 1.4e-4, LM358 board
-  // 8.0e-4, integrated design 2.9e-4.
+  // settling time and energy: 24-8-4 test network against the engine 1.2e-4 (5e-3: 1.2e-3, 50% fewer points; both
+  // paths' settling times from last_band_entry, nn/energy.hpp); 200 images against a tight run of the fast path
+  // (step factor 0.5, reltol 1e-4): shipped network 1.4e-4, LM358 board 7.6e-4, integrated design 2.9e-4.
   double settle_error = 5e-4;
   // While every last-layer output is inside its band, the largest step is tail_factor times the above: the settling
   // time and the energy up to it are then decided (an output leaving the band again redoes its step finely), and
@@ -63,13 +63,6 @@ struct FastTranOptions {
   // only 1.04x and 1.05x faster).
   double newton_reltol = 1e-4;
 };
-
-// When an output enters its settling band between t0 and t1 [s]: the zero of its distance beyond the band edge, y0 >
-// 0 at t0 and y1 <= 0 at t1, on the parabola through those and (ta, ya), the point before t0 (ta < t0). The
-// parabola's error is third order in the step, the line's second (h^2 / (8 tau) late for an output approaching
-// with time constant tau), so the entry needs no shorter steps than the approach. Where the parabola is not
-// monotone between t0 and t1 (a ring, a kink), the line through the two points.
-double band_entry(double ta, double ya, double t0, double y0, double t1, double y1);
 
 class FastTransient {
  public:

@@ -186,7 +186,7 @@ TEST_CASE("nn fast transient: equals the engine's transient of the full netlist 
 }
 
 // Longer steps and a looser truncation tolerance than the defaults: the fast path then differs from the engine by its
-// truncation error, and no more (measured 1.5e-4 since the outputs' time constants also shorten the steps; 9.7e-4
+// truncation error, and no more (measured 1.0e-4 since the outputs' time constants also shorten the steps; 9.7e-4
 // before, 1.3e-3 before the energies' own truncation error limited the steps). Before the sweeps' loose Newton stop
 // was bounded (kLooseTol, nn/fast_sweeps.cpp), a step's solve could end one Newton iteration from its start (a
 // tolerance of 100% and 1 V);
@@ -395,4 +395,12 @@ TEST_CASE("nn fast transient: the band entry on a parabola is third order in the
   CHECK(band_entry(0.0, -2e-3, 1.0, 1e-3, 2.0, -1e-3) == doctest::Approx(1.5));
   // The parabola's peak before t0 (monotone across the step): the parabola, not the line.
   CHECK(band_entry(0.0, 0.5e-3, 1.0, 1e-3, 2.0, -1e-3) != doctest::Approx(1.5));
+  // The settling time of a recorded waveform (both transient paths): the last entry, interleaved samples (stride 2).
+  const std::vector<double> t = {0, 1, 2, 3, 4};
+  const double w[10] = {5, 0, 0.5, 0, 3, 0, 2, 0, 0.2, 0};  // final 0, band 1: out at t = 2 and 3, in at 4
+  CHECK(last_band_entry(t, w, 2, 0.0, 1.0) > 3.0);
+  CHECK(last_band_entry(t, w, 2, 0.0, 1.0) < 4.0);
+  CHECK(last_band_entry(t, w + 1, 2, 0.0, 1.0) == 0.0);                      // always inside
+  CHECK(last_band_entry({0, 1}, w, 2, 0.0, 1.0) == doctest::Approx(4.0 / 4.5));  // from the first point: the line
+  CHECK(last_band_entry({0, 1}, w + 4, 2, 0.0, 1.0) == 1.0);                 // last point outside: the run's end
 }
