@@ -11,15 +11,20 @@ namespace anasim {
 
 class Integrator {
  public:
-  explicit Integrator(int n_states);
+  // n_states states, integrated at orders up to max_order (1..kMaxOrder; the history kept: max_order + 2 points).
+  explicit Integrator(int n_states, int max_order = 2);
 
-  // Coefficients for a step of size h [s] at the given order (1 = BE, 2 = trap/Gear2).
+  // Highest order of the variable-step BDF (Integration::Gear2 at order 3..kMaxOrder; the engine's .tran uses
+  // orders 1 and 2, the network transient's fast path higher ones on the outputs' exponential approach).
+  static constexpr int kMaxOrder = 5;
+  // Coefficients for a step of size h [s] at the given order (1 = BE; 2 = trapezoidal or Gear-2; 3..kMaxOrder:
+  // variable-step BDF of that order, Gear2 only, on the last `order` accepted points).
   // Writes ctx.ag0 and ctx.hist and points ctx.q at the state vector being solved.
   void prepare(LoadContext& ctx, Integration method, int order, double h);
   // After Newton converged: stores dq/dt of every state for the trapezoidal history.
   void finish(const LoadContext& ctx);
-  // Largest step [s] the LTE of the just-solved step allows (SPICE CKTterr); +inf if no states or
-  // not enough history.
+  // Largest step [s] the LTE of the just-solved step allows (SPICE CKTterr, with its Gear error constants above
+  // order 2); +inf if no states or not enough history.
   double lte_step(const Options& opt, Integration method, int order) const;
   // Accepts the solved step: shifts the history.
   void accept();
@@ -33,22 +38,35 @@ class Integrator {
   void set_charge_floor(std::vector<double> floor) { qfloor_ = std::move(floor); }
   // Integrates another quantity y' = f over the last prepared step with the same rule (method, order, step):
   // returns y0 from y1, y2 (values at the last two accepted points), f0 (at the new point) and f1 (at the last
-  // accepted point). Used for the energies of the power probes [J from W].
+  // accepted point). Used for the energies of the power probes [J from W]. Orders 1 and 2 only.
   double integrate(double y1, double y2, double f0, double f1) const;
 
  private:
+  // History points: the order's own and the LTE's divided difference over order + 2 points.
+  static constexpr int kPoints = kMaxOrder + 2;
   int n_;
-  std::vector<double> q_[4];   // q_[0] current step, q_[1] last accepted, q_[2], q_[3] older
-  std::vector<double> i_[2];   // dq/dt at q_[0] and q_[1] [A or V]
-  std::vector<double> hist_;   // companion history term per state
-  std::vector<double> qfloor_; // [C] per-state floors of the charge tolerance (empty: Options::chgtol)
-  double h_[4] = {0, 0, 0, 0}; // step sizes: h_[0] current, h_[1] previous, ...
-  int valid_ = 1;              // number of valid history points in q_[1..]
+  int np_;                          // history points kept: max_order + 2 (<= kPoints)
+  std::vector<double> q_[kPoints];  // q_[0] current step, q_[1] last accepted, q_[2], ... older
+  std::vector<double> i_[2];        // dq/dt at q_[0] and q_[1] [A or V]
+  std::vector<double> hist_;        // companion history term per state
+  std::vector<double> qfloor_;      // [C] per-state floors of the charge tolerance (empty: Options::chgtol)
+  double h_[kPoints] = {};          // step sizes: h_[0] current, h_[1] previous, ...
+  int valid_ = 1;                   // number of valid history points in q_[1..]
   double ag0_ = 0;
-  // The rule of the last prepare(): 1 = backward Euler, 2 = trapezoidal, 3 = Gear-2 (i = ag0 q0 + a1 q1 + a2 q2).
+  // The rule of the last prepare(): 1 = backward Euler, 2 = trapezoidal, 3 = Gear-2 (i = ag0 q0 + a1 q1 + a2 q2),
+  // 4 = BDF of order 3 and above.
   int rule_ = 1;
   double gear_a1_ = 0, gear_a2_ = 0;
 };
+
+// Relative error of the decay rate that the BDF of order k (1..Integrator::kMaxOrder) at constant steps h gives an
+// exponential approach y' = -y / tau, z = h / tau: |ln R / (-z) - 1| for the principal root R of the rule's
+// characteristic polynomial. To leading order z^k / (k + 1) (the trapezoidal rule's: z^2 / 12); the decay comes out
+// too slow at orders 1, 3 and 5, too fast at orders 2 and 4 (as with the trapezoidal rule).
+double bdf_rate_error(int k, double z);
+// The step, in units of the approach's time constant (z above, at most 1), at which the BDF of order k has the rate
+// error eps. For eps = 5e-4: 0.125, 0.20, 0.26 at orders 3, 4, 5 (the trapezoidal rule: 0.077).
+double bdf_step_for_rate_error(int k, double eps);
 
 // The .tran step control of ngspice 39's DCtran, shared by the engine's transient (engine/an_tran.cpp) and the
 // network transient's fast path (nn/fast_tran.cpp): breakpoints closer than a minimum after t are the caller's to
@@ -66,9 +84,10 @@ struct StepControl {
   // Sets delta for the step from t toward the next breakpoint bp with largest step tmax [s]; true when the step
   // lands on bp (delta = bp - t).
   bool propose(double t, double bp, double tmax);
-  // After a converged step other than the first: the next step newdelta [s] from the LTE (and the order for it);
-  // false when the truncation error rejects this step (newdelta is then the retry's).
-  bool judge(const Integrator& integ, const Options& opt, Integration method, double& newdelta);
+  // After a converged step other than the first: the next step newdelta [s] from the LTE (and the order for it),
+  // at most `growth` times this one; false when the truncation error rejects this step (newdelta is then the
+  // retry's). The order rises from 1 to 2 only (higher orders are the caller's to set).
+  bool judge(const Integrator& integ, const Options& opt, Integration method, double& newdelta, double growth = 2);
   // A further bound h [s] on the step from other states' truncation error (their own tolerances), after judge():
   // newdelta is at most h, and false when h rejects the step as judge() would (h <= 0.9 x the step tried).
   bool bound(double h, double& newdelta) const;

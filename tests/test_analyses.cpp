@@ -236,6 +236,74 @@ cl out 0 100u
   CHECK(per_step < 2.08);
 }
 
+// The variable-step BDF of orders 3..5 (Integrator, Gear2 above order 2): its derivative is exact on polynomials
+// up to its order on an uneven grid, and on y' = -y / tau its error falls as h^k; the rate error that sizes its
+// steps in the network transient (bdf_rate_error) has its leading term z^k / (k + 1).
+TEST_CASE("integrator: variable-step BDF of orders 3 to 5") {
+  for (int k = 3; k <= Integrator::kMaxOrder; ++k) {
+    INFO("order " << k);
+    // q(t) = polynomial of degree k on the times 0, 1, 2.5, 3, 4.5, 5, 6.2 (steps 1, 1.5, 0.5, 1.5, 0.5, 1.2).
+    auto poly = [k](double t) {
+      double p = 0.3;
+      for (int d = 1; d <= k; ++d) p += std::pow(-0.7, d) * std::pow(t, d) / d;
+      return p;
+    };
+    auto dpoly = [k](double t) {
+      double p = 0;
+      for (int d = 1; d <= k; ++d) p += std::pow(-0.7, d) * std::pow(t, d - 1);
+      return p;
+    };
+    const std::vector<double> times = {0, 1, 2.5, 3, 4.5, 5, 6.2};
+    Integrator integ(1, k);
+    LoadContext ctx;
+    ctx.mode = LoadContext::Mode::Tran;
+    ctx.q = integ.q0().data();
+    ctx.q[0] = poly(0);
+    integ.start_from_dc(ctx);
+    for (size_t i = 1; i < times.size(); ++i) {
+      integ.prepare(ctx, Integration::Gear2, std::min<int>(k, static_cast<int>(i)), times[i] - times[i - 1]);
+      ctx.q[0] = poly(times[i]);
+      if (static_cast<int>(i) >= k)
+        CHECK(ctx.ag0 * ctx.q[0] + ctx.hist[0] == doctest::Approx(dpoly(times[i])).epsilon(1e-10));
+      integ.finish(ctx);
+      integ.accept();
+    }
+    // y' = -y, y(0) = 1 to t = 2, the history from the exact solution: the error at t = 2 falls as h^k.
+    double err[2];
+    for (int r = 0; r < 2; ++r) {
+      const double h = r == 0 ? 0.1 : 0.05;
+      Integrator in(1, k);
+      LoadContext c;
+      c.mode = LoadContext::Mode::Tran;
+      c.q = in.q0().data();
+      c.q[0] = std::exp((k - 1) * h);
+      in.start_from_dc(c);
+      for (int j = k - 2; j >= 0; --j) {  // exact history at -(k - 1) h ... 0
+        in.prepare(c, Integration::Gear2, 1, h);
+        c.q[0] = std::exp(j * h);
+        in.finish(c);
+        in.accept();
+      }
+      const int n = static_cast<int>(std::lround(2 / h));
+      for (int j = 1; j <= n; ++j) {
+        in.prepare(c, Integration::Gear2, k, h);
+        c.q[0] = -c.hist[0] / (c.ag0 + 1);  // ag0 q + hist = -q
+        in.finish(c);
+        in.accept();
+      }
+      err[r] = std::fabs(in.q0()[0] - std::exp(-2.0));
+    }
+    INFO("error at h 0.1 / 0.05: " << err[0] << " / " << err[1]);
+    CHECK(err[0] / err[1] == doctest::Approx(std::pow(2.0, k)).epsilon(0.25));
+    // The rate error: leading term z^k / (k + 1), and its inverse.
+    CHECK(bdf_rate_error(k, 1e-2) == doctest::Approx(std::pow(1e-2, k) / (k + 1)).epsilon(0.05));
+    const double z = bdf_step_for_rate_error(k, 5e-4);
+    CHECK(bdf_rate_error(k, z) == doctest::Approx(5e-4).epsilon(1e-6));
+  }
+  // Backward Euler's rate error in closed form: R = 1 / (1 + z).
+  CHECK(bdf_rate_error(1, 0.2) == doctest::Approx(1 - std::log(1.2) / 0.2).epsilon(1e-9));
+}
+
 TEST_CASE(".tran integration methods converge to the analytic RC response; euler is the least accurate") {
   // Max error over all timepoints for each method at two maximum steps (tmax = 20 us and 5 us, tau = 1 ms).
   const char* methods[3] = {"trap", "gear", "euler"};

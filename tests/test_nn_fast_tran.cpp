@@ -218,6 +218,19 @@ TEST_CASE("nn fast transient: steps from the outputs' time constants, within the
   CHECK(points > 0);
 }
 
+// The BDF on the outputs' exponential approach (FastTranOptions::approach_order 4, the default) against the
+// trapezoidal rule throughout (2): both within the engine's tolerances, the BDF in fewer time points (measured
+// 2026-11-25: 6 images within 1.5e-4 of the engine in 508 points, against 1.2e-4 in 823).
+TEST_CASE("nn fast transient: the BDF on the approach takes fewer points than the trapezoidal rule (analog, 24-8-4)") {
+  FastTranOptions trap;
+  trap.approach_order = 2;
+  Setup s4({24, 8, 4}, MappingMode::Analog, 24), s2({24, 8, 4}, MappingMode::Analog, 24, trap);
+  const int n = std::min(images_from_env(6), 6);
+  const long p4 = compare(s4, n, 10e-6), p2 = compare(s2, n, 10e-6);
+  MESSAGE(fmt::format("time points over {} images: BDF on the approach {}, trapezoidal {}", n, p4, p2));
+  CHECK(p4 < 0.85 * p2);
+}
+
 TEST_CASE("nn fast transient: equals the engine's transient of the full netlist (hybrid, 24-8-4)") {
   Setup s({24, 8, 4}, MappingMode::Hybrid, 24);
   compare(s, images_from_env(6), 10e-6);
