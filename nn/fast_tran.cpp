@@ -433,7 +433,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   // for 5e-4), from kApproachPoints such points in a row until the last layer is inside its band. Measured
   // (2026-11-25, 200 images against tight runs of the trapezoidal rule): accepting a ring or a kink on the approach
   // (every other output ignored) put the integrated design 1.6e-3 and the board 1.3e-3 off; with the condition above
-  // 3.5e-4 and 5.1e-4, the trapezoidal rule alone 3.0e-4 and 3.3e-4; on the shipped network 8.9e-5 (1.4e-4) for 35%
+  // 3.5e-4 and 5.3e-4, the trapezoidal rule alone 3.0e-4 and 3.3e-4; on the shipped network 9.6e-5 (1.4e-4) for 35%
   // fewer attempts.
   const double kappa = std::sqrt(12 * to_.settle_error);
   constexpr double kAgree = 2, kSlower = 2;

@@ -45,17 +45,19 @@ struct FastTranOptions {
   // The largest step also follows the outputs' approach to their final values: steps at which the trapezoidal rule's
   // phase error, (h / tau)^2 / 12 for an output settling with time constant tau, stays within settle_error of the
   // settling time. Beyond the step above where any output's approach is slower; below it (down to a quarter of the
-  // engine's step) where an output approaches exponentially faster. Measured (2026-11-25), the worst difference in
-  // settling time and energy: 24-8-4 test network against the engine 1.2e-4 (5e-3: 1.2e-3, 50% fewer points; both
-  // paths' settling times from last_band_entry, nn/energy.hpp); 200 images against a tight run of the fast path
-  // (step factor 0.5, reltol 1e-4): shipped network 1.4e-4, LM358 board 7.6e-4, integrated design 2.9e-4.
+  // engine's step) where an output approaches exponentially faster; on the approach the BDF's steps instead
+  // (approach_order). Measured (2026-11-25, with the BDF), the worst difference in settling time and energy: 24-8-4
+  // test network against the engine 1.5e-4 (5e-3: 7.0e-4; both paths' settling times from last_band_entry,
+  // nn/energy.hpp); 200 images against a tight run of the fast path (trapezoidal rule, step factor 0.5, reltol
+  // 1e-4, settle_error 1e-6, a floor of a 40th of the engine's step): shipped network 9.6e-5, LM358 board 5.3e-4,
+  // integrated design 3.5e-4 (the trapezoidal rule throughout: 1.4e-4, 3.3e-4, 3.0e-4).
   double settle_error = 5e-4;
   // Order of the rule on the outputs' exponential approach (3..Integrator::kMaxOrder; 2 or less: the trapezoidal
   // rule throughout): where the steps follow the outputs' exponential approaches and no other output moves faster
   // (fast_tran.cpp, output_cap), until the last layer is inside its band, the steps are the variable-step BDF's of
   // this order, whose rate error, about (h / tau)^k / (k + 1), allows longer steps for the same settle_error than
   // the trapezoidal rule's (h / tau)^2 / 12: 2.6x at order 4. Order 5 (2026-11-25): 5% fewer attempts on the
-  // shipped network than 4, but the LM358 board 8.3e-4 from a tight run (order 4: 5.1e-4).
+  // shipped network than 4, but the LM358 board 8.5e-4 from a tight run (order 4: 5.3e-4).
   int approach_order = 4;
   // While every last-layer output is inside its band, the largest step is tail_factor times the above: the settling
   // time and the energy up to it are then decided (an output that leaves the band again brings the steps back), and
