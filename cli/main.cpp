@@ -312,6 +312,12 @@ int main(int argc, char** argv) {
   // of 12 alternated runs).
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // The heap grows by 256 MB of address space at a time and keeps that much at its top when it shrinks, so that a
+  // phase's large blocks reuse the pages the phase before freed instead of faulting in new ones (only the pages
+  // touched are resident). 784x128 deck (perf stat, 8 runs each, alternated): 63,300 -> 53,300 page faults,
+  // 0.535-0.547 -> 0.492-0.498 s, 734-808 -> 710-712 ms of CPU; largest resident set 372 -> 392 MB; small decks
+  // unchanged (8 and 10 MB). 800 shipped images of nn energy: 6.75-6.84 -> 6.60-6.72 s.
+  ::mallopt(M_TOP_PAD, 256 << 20);
   dist::init(&argc, &argv);
   remove_temporaries_on_signals();
   if (!dist::is_root())
