@@ -432,9 +432,9 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   // error is settle_error, bdf_step_for_rate_error: 0.20 tau at order 4 against the trapezoidal rule's 0.077 tau
   // for 5e-4), from kApproachPoints such points in a row until the last layer is inside its band. Measured
   // (2026-11-25, 200 images against tight runs of the trapezoidal rule): accepting a ring or a kink on the approach
-  // (every other output ignored) put the integrated design 1.6e-3 and the board 1.3e-3 off; with the condition above
-  // 3.5e-4 and 5.3e-4, the trapezoidal rule alone 3.0e-4 and 3.3e-4; on the shipped network 9.6e-5 (1.4e-4) for 35%
-  // fewer attempts.
+  // (every other output ignored) put the integrated design 1.0e-3 and the board 6.0e-4 off (kSlower 1: 5.2e-4 and
+  // 5.5e-4); with the condition above 3.5e-4 and 5.3e-4, the trapezoidal rule alone 3.0e-4 and 3.3e-4; on the
+  // shipped network 9.6e-5 (1.4e-4) for 35% fewer attempts.
   const double kappa = std::sqrt(12 * to_.settle_error);
   constexpr double kAgree = 2, kSlower = 2;
   constexpr int kApproachPoints = 2;
