@@ -51,7 +51,7 @@ class PatternBuilder {
   virtual Offset rhs(UnknownIndex u) const = 0;
 };
 
-enum class Integration { BackwardEuler, Trapezoidal, Gear2 };
+enum class Integration { BackwardEuler, Trapezoidal, Gear };  // Gear: the variable-step BDF (order 2 in .tran)
 
 // The circuit temperature a device evaluates its parameters at (.temp, .options temp/tnom, a .dc temp sweep).
 struct Temperature {

@@ -89,7 +89,7 @@ std::string spice_deck(const FlatNetlist& fn) {
   out += fmt::format(".options reltol={:.15g} abstol={:.15g} vntol={:.15g} chgtol={:.15g} trtol={:.15g} gmin={:.15g} "
                      "itl1={} itl4={} method={} maxord={}\n",
                      o.reltol, o.abstol, o.vntol, o.chgtol, o.trtol, o.gmin, o.itl1, o.itl4,
-                     o.method == Integration::Gear2 ? "gear" : "trap",
+                     o.method == Integration::Gear ? "gear" : "trap",
                      o.method == Integration::BackwardEuler ? 1 : o.maxord);
   if (!fn.ics.empty()) {
     out += ".ic";

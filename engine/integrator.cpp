@@ -26,7 +26,7 @@ void Integrator::prepare(LoadContext& ctx, Integration method, int order, double
   h_[0] = h;
   if (h_[1] == 0.0) std::fill(h_ + 1, h_ + kPoints, h);  // flat start
   const double* q1 = q_[1].data();
-  if (order >= 3 && method == Integration::Gear2) {
+  if (order >= 3 && method == Integration::Gear) {
     assert(order + 2 <= np_);
     // BDF of order k = order: dq/dt at t0 is the derivative of the polynomial through (t_j, q_j), j = 0..k, at
     // t0, i = sum_j a_j q_j with a_j = L_j'(t0) of the Lagrange basis (times t_j - t0 = -(h_0 + ... + h_{j-1})).
@@ -91,8 +91,8 @@ double Integrator::lte_step(const Options& opt, Integration method, int order) c
   // Error constants of the local truncation error, as in SPICE (Gear: beta_k / (k + 1) of BDF-k).
   const double trap_c[2] = {0.5, 1.0 / 12.0};
   const double gear_c[kMaxOrder] = {0.5, 2.0 / 9.0, 3.0 / 22.0, 12.0 / 125.0, 10.0 / 137.0};
-  order = std::min(order, method == Integration::Gear2 ? kMaxOrder : 2);
-  const double factor = (method == Integration::Gear2 ? gear_c : trap_c)[order - 1];
+  order = std::min(order, method == Integration::Gear ? kMaxOrder : 2);
+  const double factor = (method == Integration::Gear ? gear_c : trap_c)[order - 1];
   // The divided difference of q over the last order + 2 points, q[t0, ..., t_{order+1}], is a linear
   // combination sum_k c[k] q_k whose weights depend only on the step sizes: run SPICE's divided-difference
   // recursion once on unit vectors (c[j][k] = weight of q_k in the j-th difference) instead of per state.
@@ -112,12 +112,9 @@ double Integrator::lte_step(const Options& opt, Integration method, int order) c
   // Fold in the error constant: err_s = |sum_k w[k] q_k[s]| is factor * |divided difference|.
   double w[kPoints] = {};
   for (int k = 0; k < m; ++k) w[k] = factor * c[0][k];
-  const double* q0 = q_[0].data();
-  const double* q1 = q_[1].data();
-  const double* q2 = q_[2].data();
-  const double* q3 = q_[3].data();
   const double* qh[kPoints];
   for (int k = 0; k < m; ++k) qh[k] = q_[k].data();
+  const double *q0 = qh[0], *q1 = qh[1];
   const double* i0 = i_[0].data();
   const double* i1 = i_[1].data();
   const double rel_h = opt.reltol / h_[0];
@@ -129,9 +126,8 @@ double Integrator::lte_step(const Options& opt, Integration method, int order) c
     const double floor = qfloor ? std::max(opt.chgtol, qfloor[s]) : opt.chgtol;
     const double chargetol = rel_h * std::max(std::max(std::fabs(q0[s]), std::fabs(q1[s])), floor);
     const double tol = std::max(volttol, chargetol);
-    double d = w[0] * q0[s] + w[1] * q1[s] + w[2] * q2[s];
-    if (order >= 2) d += w[3] * q3[s];
-    for (int k = 4; k < m; ++k) d += w[k] * qh[k][s];
+    double d = w[0] * q0[s];
+    for (int k = 1; k < m; ++k) d += w[k] * qh[k][s];
     worst = std::max(worst, std::max(opt.abstol, std::fabs(d)) / tol);
   }
   const double del = opt.trtol / worst;
@@ -171,6 +167,8 @@ double bdf_rate_error(int k, double z) {
   }
   return std::fabs(std::log(R) / -z - 1);
 }
+
+double bdf_step_growth(int k) { return k <= 2 ? 2.0 : k == 3 ? 1.5 : k == 4 ? 1.25 : 1.1; }
 
 double bdf_step_for_rate_error(int k, double eps) {
   double lo = 0, hi = 1;  // the error increases with z over (0, 1]

@@ -1,5 +1,5 @@
 // Numerical integration of device states (charges [C], fluxes [Wb]) for transient analysis:
-// backward Euler, trapezoidal and variable-step Gear-2 (BDF2) companion coefficients, state history,
+// backward Euler, trapezoidal and variable-step Gear (BDF, orders 2..5) companion coefficients, state history,
 // the SPICE charge-based local-truncation-error step estimate, and the Newton predictor (initial guess at a
 // new timepoint extrapolated from the accepted solutions).
 #pragma once
@@ -14,11 +14,11 @@ class Integrator {
   // n_states states, integrated at orders up to max_order (1..kMaxOrder; the history kept: max_order + 2 points).
   explicit Integrator(int n_states, int max_order = 2);
 
-  // Highest order of the variable-step BDF (Integration::Gear2 at order 3..kMaxOrder; the engine's .tran uses
+  // Highest order of the variable-step BDF (Integration::Gear at order 3..kMaxOrder; the engine's .tran uses
   // orders 1 and 2, the network transient's fast path higher ones on the outputs' exponential approach).
   static constexpr int kMaxOrder = 5;
   // Coefficients for a step of size h [s] at the given order (1 = BE; 2 = trapezoidal or Gear-2; 3..kMaxOrder:
-  // variable-step BDF of that order, Gear2 only, on the last `order` accepted points).
+  // variable-step BDF of that order, Gear only, on the last `order` accepted points).
   // Writes ctx.ag0 and ctx.hist and points ctx.q at the state vector being solved.
   void prepare(LoadContext& ctx, Integration method, int order, double h);
   // After Newton converged: stores dq/dt of every state for the trapezoidal history.
@@ -67,6 +67,10 @@ double bdf_rate_error(int k, double z);
 // The step, in units of the approach's time constant (z above, at most 1), at which the BDF of order k has the rate
 // error eps. For eps = 5e-4: 0.125, 0.20, 0.26 at orders 3, 4, 5 (the trapezoidal rule: 0.077).
 double bdf_step_for_rate_error(int k, double eps);
+// The largest growth of the step from one BDF step of order k to the next that this code allows: below the
+// variable-step BDF's zero-stability bounds (1.618 at order 3, 1.28 at 4, 1.13 at 5; Grigorieff); 2 up to order 2
+// (SPICE's).
+double bdf_step_growth(int k);
 
 // The .tran step control of ngspice 39's DCtran, shared by the engine's transient (engine/an_tran.cpp) and the
 // network transient's fast path (nn/fast_tran.cpp): breakpoints closer than a minimum after t are the caller's to

@@ -441,9 +441,6 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
   const int kbdf = std::min(to_.approach_order, Integrator::kMaxOrder);
   double kappa_k[Integrator::kMaxOrder + 1];
   for (int k = 1; k <= Integrator::kMaxOrder; ++k) kappa_k[k] = bdf_step_for_rate_error(k, to_.settle_error);
-  // The BDF steps' growth per step: below the variable-step BDF's zero-stability bounds (1.618 at order 3, 1.28 at
-  // 4, 1.13 at 5; Grigorieff).
-  auto bdf_growth = [](int k) { return k <= 2 ? 2.0 : k == 3 ? 1.5 : k == 4 ? 1.25 : 1.1; };
   // The steps' solves resolve voltages to reltol |v| + vntol, both scaled from the DC path's (FastOptions: 1e-12,
   // 1e-12 V) to FastTranOptions::newton_reltol.
   const double step_tol_scale = std::max(1.0, to_.newton_reltol / I.opt.reltol);
@@ -780,7 +777,7 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
         ln.new_step = false;
       }
       const double delta = sc.delta;
-      const Integration rule = ln.bdf ? Integration::Gear2 : Integration::Trapezoidal;
+      const Integration rule = ln.bdf ? Integration::Gear : Integration::Trapezoidal;
       ln.tn = ln.hits_break ? ln.bp : ln.t + delta;
       ln.integ.prepare(ln.ctx, rule, sc.order, delta);
       ln.aux.prepare(ln.actx, rule, sc.order, delta);
@@ -880,9 +877,9 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
           // The energies' truncation error too, at trtol 1 (a step's energy within reltol of the power times the
           // step, as SPICE's charge test). Measured (24-8-4, 20 images against the engine): 2.8e-4 -> 2.1e-4 for
           // one more time point; at the engine's trtol, 7, no gain.
-          const Integration rule = ln.bdf ? Integration::Gear2 : Integration::Trapezoidal;
+          const Integration rule = ln.bdf ? Integration::Gear : Integration::Trapezoidal;
           const double he = ln.energy.lte_step(o_energy, rule, sc.order);
-          ok = sc.judge(ln.integ, o, rule, newdelta, ln.bdf ? bdf_growth(sc.order) : 2.0);
+          ok = sc.judge(ln.integ, o, rule, newdelta, ln.bdf ? bdf_step_growth(sc.order) : 2.0);
           ok = sc.bound(he, newdelta) && ok;
         }
       }

@@ -236,7 +236,7 @@ cl out 0 100u
   CHECK(per_step < 2.08);
 }
 
-// The variable-step BDF of orders 3..5 (Integrator, Gear2 above order 2): its derivative is exact on polynomials
+// The variable-step BDF of orders 3..5 (Integrator, Gear above order 2): its derivative is exact on polynomials
 // up to its order on an uneven grid, and on y' = -y / tau its error falls as h^k; the rate error that sizes its
 // steps in the network transient (bdf_rate_error) has its leading term z^k / (k + 1).
 TEST_CASE("integrator: variable-step BDF of orders 3 to 5") {
@@ -261,7 +261,7 @@ TEST_CASE("integrator: variable-step BDF of orders 3 to 5") {
     ctx.q[0] = poly(0);
     integ.start_from_dc(ctx);
     for (size_t i = 1; i < times.size(); ++i) {
-      integ.prepare(ctx, Integration::Gear2, std::min<int>(k, static_cast<int>(i)), times[i] - times[i - 1]);
+      integ.prepare(ctx, Integration::Gear, std::min<int>(k, static_cast<int>(i)), times[i] - times[i - 1]);
       ctx.q[0] = poly(times[i]);
       if (static_cast<int>(i) >= k)
         CHECK(ctx.ag0 * ctx.q[0] + ctx.hist[0] == doctest::Approx(dpoly(times[i])).epsilon(1e-10));
@@ -279,14 +279,14 @@ TEST_CASE("integrator: variable-step BDF of orders 3 to 5") {
       c.q[0] = std::exp((k - 1) * h);
       in.start_from_dc(c);
       for (int j = k - 2; j >= 0; --j) {  // exact history at -(k - 1) h ... 0
-        in.prepare(c, Integration::Gear2, 1, h);
+        in.prepare(c, Integration::Gear, 1, h);
         c.q[0] = std::exp(j * h);
         in.finish(c);
         in.accept();
       }
       const int n = static_cast<int>(std::lround(2 / h));
       for (int j = 1; j <= n; ++j) {
-        in.prepare(c, Integration::Gear2, k, h);
+        in.prepare(c, Integration::Gear, k, h);
         c.q[0] = -c.hist[0] / (c.ag0 + 1);  // ag0 q + hist = -q
         in.finish(c);
         in.accept();

@@ -418,7 +418,7 @@ c1 out 0 1n
 
 TEST_CASE("the option table's defaults are Options' defaults") {
   Options o;
-  o.method = Integration::Gear2;  // every member away from its default, then the table's defaults applied
+  o.method = Integration::Gear;  // every member away from its default, then the table's defaults applied
   o.maxord = 1;
   o.reltol = o.abstol = o.vntol = o.chgtol = o.trtol = o.gmin = o.temp = o.tnom = 5;
   o.itl1 = o.itl4 = 3;
