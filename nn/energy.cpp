@@ -319,8 +319,8 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     if (opt.engine) {
       for (int i = 0; i < m; ++i) one(i);
     } else {
-      // The chunk's images in one group per thread (consecutive images), each group through 8 lanes side by side
-      // (FastTransient::run_block: a lane that finishes takes the group's next image).
+      // The chunk's images in one group per thread (consecutive images), each group through the SIMD lanes side by
+      // side (FastTransient::run_block: a lane that finishes takes the group's next image).
       const int ngroups = std::max(1, std::min(omp_get_max_threads(), (m + 7) / 8));
 #pragma omp parallel for schedule(static, 1)
       for (int g = 0; g < ngroups; ++g) {
