@@ -9,6 +9,7 @@
 #include "engine/elaborate.hpp"
 #include "engine/expr.hpp"
 #include "engine/parse.hpp"
+#include "nn/analyses.hpp"
 #include "nn/program.hpp"
 
 namespace anasim::nn {
@@ -230,7 +231,11 @@ Status hardware_from_section(const ParsedSection& sec, const Scope& scope, Hardw
 Status parse_hardware_config(const std::string& text, const std::string& pseudo_name, HardwareConfig& cfg,
                              const Scope* parent) {
   ParsedNetlist pn;
-  if (Status st = parse_yaml_string(text, pseudo_name, builtin_catalog(), pn); !st) return st;
+  // A netlist that carries the hardware: section beside its nn analyses (data/examples/mnist_analog.yaml) is a
+  // config file too: its analyses are parsed (and checked) but not run.
+  AnalysisCatalog analyses;
+  add_analyses(analyses, "");
+  if (Status st = parse_yaml_string(text, pseudo_name, builtin_catalog(), pn, &analyses); !st) return st;
   Scope scope(parent);
   if (Status st = evaluate_params(pn.params, scope); !st) return st;
   if (const ParsedSection* hw = pn.section("hardware")) return hardware_from_section(*hw, scope, cfg);

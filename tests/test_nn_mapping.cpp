@@ -92,6 +92,22 @@ TEST_CASE("nn mapping: hardware config defaults, YAML and errors") {
     CHECK(opamp_param(c, "a0") == 1e4);
     CHECK(opamp_param(c, "rout") == 75);  // ua741
   }
+  SUBCASE("a netlist with nn analyses beside its hardware section (the shipped mnist_analog.yaml)") {
+    // Its hardware is mnist_hw.yaml's: the same mapping whichever file `nn energy --config` is given.
+    HardwareConfig a, b;
+    Status st = load_hardware_config(std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_analog.yaml", a);
+    INFO(st.to_string());
+    REQUIRE(st.ok());
+    REQUIRE(load_hardware_config(std::string(ANASIM_SOURCE_DIR) + "/data/examples/mnist_hw.yaml", b).ok());
+    CHECK(a.gmax == b.gmax);
+    CHECK(a.rwire_col == b.rwire_col);
+    CHECK(a.tile_rows == b.tile_rows);
+    CHECK(opamp_param(a, "level") == opamp_param(b, "level"));
+    // An analysis type that is not an nn one is still an error, located.
+    st = parse_hardware_config("analyses:\n  - type: nn_evl\nhardware:\n  gmax: 50u\n", "net.yaml", a);
+    REQUIRE(!st.ok());
+    CHECK(contains(st.to_string(), "net.yaml:2:11"));
+  }
   SUBCASE("errors are located") {
     HardwareConfig c;
     Status st = parse_hardware_config("hardware:\n  gmin: 1u\n  gmaxx: 2u\n", "hw.yaml", c);
