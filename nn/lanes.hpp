@@ -89,26 +89,23 @@ inline Vd per_lane(F&& f) {
 // exp, log, tanh, atanh lane-wise: glibc's vector math library (libmvec: its AVX-512 or AVX2 variant, within 4 ulp
 // of the scalar functions) where the build has it (ANASIM_HAVE_MVEC, CMakeLists.txt), else the scalar functions
 // lane by lane.
-#if defined(ANASIM_HAVE_MVEC) && defined(__AVX512F__)
-extern "C" Vd _ZGVeN8v_exp(Vd);
-extern "C" Vd _ZGVeN8v_log(Vd);
-extern "C" Vd _ZGVeN8v_tanh(Vd);
-extern "C" Vd _ZGVeN8v_atanh(Vd);
-static_assert(kLanes == 8, "libmvec's AVX-512 variants take 8 doubles");
-inline Vd vexp(Vd x) { return _ZGVeN8v_exp(x); }
-inline Vd vlog(Vd x) { return _ZGVeN8v_log(x); }
-inline Vd vtanh(Vd x) { return _ZGVeN8v_tanh(x); }
-inline Vd vatanh(Vd x) { return _ZGVeN8v_atanh(x); }
-#elif defined(ANASIM_HAVE_MVEC) && defined(__AVX2__)
-extern "C" Vd _ZGVdN4v_exp(Vd);
-extern "C" Vd _ZGVdN4v_log(Vd);
-extern "C" Vd _ZGVdN4v_tanh(Vd);
-extern "C" Vd _ZGVdN4v_atanh(Vd);
-static_assert(kLanes == 4, "libmvec's AVX2 variants take 4 doubles");
-inline Vd vexp(Vd x) { return _ZGVdN4v_exp(x); }
-inline Vd vlog(Vd x) { return _ZGVdN4v_log(x); }
-inline Vd vtanh(Vd x) { return _ZGVdN4v_tanh(x); }
-inline Vd vatanh(Vd x) { return _ZGVdN4v_atanh(x); }
+#if defined(ANASIM_HAVE_MVEC) && (defined(__AVX512F__) || defined(__AVX2__))
+// libmvec's names (x86_64 vector ABI): _ZGVeN8v_ takes one AVX-512 register of 8 doubles, _ZGVdN4v_ one AVX2
+// register of 4: a block of lanes either way (kLanes above).
+#if defined(__AVX512F__)
+#define ANASIM_MVEC(f) _ZGVeN8v_##f
+#else
+#define ANASIM_MVEC(f) _ZGVdN4v_##f
+#endif
+extern "C" Vd ANASIM_MVEC(exp)(Vd);
+extern "C" Vd ANASIM_MVEC(log)(Vd);
+extern "C" Vd ANASIM_MVEC(tanh)(Vd);
+extern "C" Vd ANASIM_MVEC(atanh)(Vd);
+inline Vd vexp(Vd x) { return ANASIM_MVEC(exp)(x); }
+inline Vd vlog(Vd x) { return ANASIM_MVEC(log)(x); }
+inline Vd vtanh(Vd x) { return ANASIM_MVEC(tanh)(x); }
+inline Vd vatanh(Vd x) { return ANASIM_MVEC(atanh)(x); }
+#undef ANASIM_MVEC
 #else
 inline Vd vexp(Vd x) { return per_lane([&](int b) { return std::exp(x[b]); }); }
 inline Vd vlog(Vd x) { return per_lane([&](int b) { return std::log(x[b]); }); }
