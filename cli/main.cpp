@@ -270,7 +270,8 @@ static int run_command(int argc, char** argv) {
     run->add_option("--checkpoint", checkpoint, "with --mc: HDF5 file rewritten after every round of trials; a "
                                                 "rerun with the same arguments resumes from it");
     bool progress = false;
-    run->add_flag("--progress", progress, "Monte Carlo progress and ETA on stderr also when it is not a terminal");
+    run->add_flag("--progress", progress,
+                  "progress and ETA (Monte Carlo trials, long transients) on stderr also when it is not a terminal");
     run->add_option("--data", data_dir,
                     "data sets for nn_eval / nn_mc analyses (default: $ANASIM_DATA, then standard places)");
     auto* exp = app.add_subcommand("export", "write a netlist as a flat ngspice deck");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include "engine/analyses.hpp"
+#include "engine/distribute.hpp"
 #include "engine/integrator.hpp"
 #include "engine/newton.hpp"
 
@@ -105,6 +106,9 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
   double bp = next_break(0.0);
   long accepted = 0, rejected = 0;
   double step = 0.0;  // [s] size of the step just accepted
+  // A transient that runs for more than a second reports its simulated time on stderr (in thousandths of tstop),
+  // per the progress mode (--progress, or a terminal), at most once a second.
+  dist::ProgressLine progress(1000, 0, fmt::format("thousandths of tstop ({:.4g} s)", tstop), 1.0);
   while (tstop - t >= min_break) {
     bool hits_break = sc.propose(t, bp, tmax);
     for (;;) {
@@ -157,6 +161,9 @@ Status run_tran(Circuit& c, const FlatNetlist& fn, const Analysis& a, const std:
     if (!record(t)) return stream_failed();
     sc.at_break = t >= bp;
     if (sc.at_break) bp = next_break(t);
+    const long permille = !(tstop - t >= min_break) ? 1000 : std::min(999L, static_cast<long>(1000 * (t / tstop)));
+    if (progress.due(permille))  // (a counter per point when progress is shown, nothing otherwise)
+      progress.update(permille, fmt::format("t = {:.4g} s, {} points", t, accepted));
   }
   if (Status st = rec.finish(); !st) return st;
   res.stats = s.stats();

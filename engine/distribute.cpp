@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <fmt/format.h>
 #include "engine/module.hpp"
@@ -153,33 +154,6 @@ void unpack_table(Unpacker& u, ItemTable& t) {
   }
 }
 
-// "[######........] 12/40 trials, 3.1 s, ETA 7.2 s" on stderr (rank 0, when the progress mode says so).
-class ProgressLine {
- public:
-  ProgressLine(long total, long already, std::string what)
-      : total_(total), already_(already), what_(std::move(what)), t0_(std::chrono::steady_clock::now()) {
-    tty_ = isatty(fileno(stderr)) != 0;
-    on_ = g_rank == 0 && total > 0 &&
-          (g_progress == ProgressMode::Always || (g_progress == ProgressMode::Auto && tty_));
-  }
-  void update(long done) const {
-    if (!on_) return;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    const long fresh = done - already_;  // items computed by this run (the rate excludes resumed ones)
-    const double eta = fresh > 0 ? secs / fresh * (total_ - done) : 0.0;
-    const int width = 30, fill = static_cast<int>(width * done / total_);
-    fmt::print(stderr, "{}[{}{}] {}/{} {}, {:.1f} s, ETA {:.1f} s{}", tty_ ? "\r" : "", std::string(fill, '#'),
-               std::string(width - fill, '.'), done, total_, what_, secs, eta,
-               tty_ ? (done == total_ ? "\n" : "") : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  long total_, already_;
-  std::string what_;
-  std::chrono::steady_clock::time_point t0_;
-  bool tty_ = false, on_ = false;
-};
 
 }  // namespace
 
@@ -236,6 +210,45 @@ bool built_with_mpi() {
 double bytes_exchanged() { return g_bytes; }
 void set_progress(ProgressMode m) { g_progress = m; }
 
+ProgressLine::ProgressLine(long total, long already, std::string what, double min_interval)
+    : total_(total), already_(already), what_(std::move(what)), min_interval_(min_interval),
+      t0_(std::chrono::steady_clock::now()), last_(t0_), checked_(t0_) {
+  tty_ = isatty(fileno(stderr)) != 0;
+  on_ = g_rank == 0 && total > 0 && static_cast<pid_t>(::syscall(SYS_gettid)) == ::getpid() &&
+        (g_progress == ProgressMode::Always || (g_progress == ProgressMode::Auto && tty_));
+}
+
+bool ProgressLine::due(long done) {
+  if (!on_) return false;
+  if (min_interval_ <= 0) return true;
+  if (done < total_ && ++calls_ < stride_) return false;
+  calls_ = 0;
+  const auto now = std::chrono::steady_clock::now();
+  const double gap = std::chrono::duration<double>(now - checked_).count();
+  checked_ = now;
+  if (gap < 1e-3 && stride_ < (1L << 16)) stride_ *= 2;
+  if (gap > 0.1 && stride_ > 1) stride_ /= 2;
+  return std::chrono::duration<double>(now - last_).count() >= min_interval_ || (done >= total_ && printed_);
+}
+
+void ProgressLine::update(long done, const std::string& note) {
+  if (!on_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (min_interval_ > 0 && std::chrono::duration<double>(now - last_).count() < min_interval_ &&
+      (done < total_ || !printed_))
+    return;
+  last_ = now;
+  printed_ = true;
+  const double secs = std::chrono::duration<double>(now - t0_).count();
+  const long fresh = done - already_;  // items computed by this run (the rate excludes resumed ones)
+  const std::string eta = fresh > 0 ? fmt::format("{:.1f} s", secs / fresh * (total_ - done)) : "?";
+  const int width = 30, fill = static_cast<int>(width * done / total_);
+  fmt::print(stderr, "{}[{}{}] {}/{} {}{}{}, {:.1f} s, ETA {}{}", tty_ ? "\r" : "", std::string(fill, '#'),
+             std::string(width - fill, '.'), done, total_, what_, note.empty() ? "" : ", ", note, secs, eta,
+             tty_ ? (done == total_ ? "\n" : "") : "\n");
+  std::fflush(stderr);
+}
+
 long ItemTable::count_done() const { return static_cast<long>(std::count(done.begin(), done.end(), 1)); }
 
 int chunk_size(long items, int min_chunk, int rounds) {
@@ -257,7 +270,7 @@ Status run_items(ItemTable& table, int chunk, const ChunkFn& compute, const Roun
     if (!table.done[i]) pending.push_back(i);
   chunk = std::max(chunk, 1);
   const long chunks = (static_cast<long>(pending.size()) + chunk - 1) / chunk;
-  const ProgressLine progress(table.size(), table.size() - static_cast<long>(pending.size()), what);
+  ProgressLine progress(table.size(), table.size() - static_cast<long>(pending.size()), what);
   for (long round = 0; round * g_size < chunks; ++round) {
     // This rank's chunk of the round (possibly none in the last round).
     const long c = round * g_size + g_rank;

@@ -3,6 +3,7 @@
 // progress with an ETA. Without MPI (build option ANASIM_MPI off, or a run not started by mpirun) there is one
 // rank and the loop runs locally: same results, same code path.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,6 +32,29 @@ double bytes_exchanged();
 // line per update), Never. Process-wide; the CLI sets it from --progress.
 enum class ProgressMode { Auto, Always, Never };
 void set_progress(ProgressMode m);
+
+// "[######........] 12/40 trials, 3.1 s, ETA 7.2 s" on stderr, per the progress mode, on rank 0 and from the
+// process's main thread only (work on other threads, e.g. Monte Carlo trials, prints nothing). `min_interval` [s]:
+// an update within that time of the last line printed is skipped, and with min_interval > 0 nothing is printed
+// before the first min_interval has passed (a short run stays silent, its last update included).
+class ProgressLine {
+ public:
+  ProgressLine(long total, long already, std::string what, double min_interval = 0);
+  bool on() const { return on_; }
+  // Whether update(done) would print now; a caller with a costly note asks first. With min_interval > 0 the clock
+  // is read on every stride-th call only, the stride adapting so that reads are about 1-100 ms apart (a loop of
+  // microsecond steps pays a counter per step, one of second-long steps a clock read per step).
+  bool due(long done);
+  void update(long done, const std::string& note = {});  // note: appended to the line
+
+ private:
+  long total_, already_;
+  std::string what_;
+  double min_interval_;
+  std::chrono::steady_clock::time_point t0_, last_, checked_;
+  long calls_ = 0, stride_ = 1;
+  bool tty_ = false, on_ = false, printed_ = false;
+};
 
 // Results of a loop over work items [0, n): one vector of doubles per item.
 struct ItemTable {

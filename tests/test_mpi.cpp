@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 #include <H5Cpp.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "engine/distribute.hpp"
@@ -422,4 +423,60 @@ TEST_CASE("checkpoint: nn energy killed after its first checkpoint resumes to by
   out = run(fmt::format("{} --checkpoint '{}'", args, ck.string()), rc);
   CHECK(rc == 2);
   CHECK(contains(out, "hardware differ"));
+}
+
+// Progress lines (engine/distribute.hpp): an interval keeps a fast loop to one line a second and a short run silent;
+// a long transient reports its simulated time (anasim run --progress).
+TEST_CASE("progress: lines at most once an interval, none for a short run; a long transient's simulated time") {
+  const fs::path dir = scratch("progress");
+  const fs::path err = dir / "stderr.txt";
+  std::string lines;
+  {
+    std::fflush(stderr);
+    const int saved = ::dup(STDERR_FILENO);
+    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+    dist::set_progress(dist::ProgressMode::Always);
+    dist::ProgressLine a(10, 0, "items", 0.05);
+    a.update(1);  // within the interval: nothing
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    a.update(2, "note x");
+    a.update(10);  // the last update of a run that printed: printed
+    dist::ProgressLine b(10, 0, "quick", 1.0);
+    b.update(5);
+    b.update(10);  // a run shorter than its interval: silent
+    dist::ProgressLine c(4, 0, "rounds");  // no interval: every update
+    c.update(1);
+    c.update(4);
+    std::fflush(stderr);
+    dist::set_progress(dist::ProgressMode::Auto);
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    lines = read_bytes(err);
+  }
+  INFO(lines);
+  CHECK(lines.find("1/10 items") == std::string::npos);
+  CHECK(lines.find("2/10 items, note x, ") != std::string::npos);
+  CHECK(lines.find("10/10 items") != std::string::npos);
+  CHECK(lines.find("quick") == std::string::npos);
+  CHECK(lines.find("1/4 rounds") != std::string::npos);
+  CHECK(lines.find("4/4 rounds") != std::string::npos);
+
+  // 8,000,000 time points (4 s here, about 1.7 s on the fastest machine measured): at least the last line, with
+  // t; a 3,000-point run: none.
+  auto deck = [&](const std::string& name, const std::string& tstop) {
+    const fs::path p = dir / name;
+    std::ofstream(p) << "* progress\nV1 in 0 SIN(0 1 1k)\nR1 in out 1k\nC1 out 0 1u\n.tran 1u " << tstop
+                     << " 0 1u\n.save v(out)\n.end\n";
+    return p.string();
+  };
+  int rc = 0;
+  std::string out = shell(fmt::format("{} run '{}' --progress", ANASIM_BINARY, deck("long.cir", "8")), rc);
+  CHECK(rc == 0);
+  CHECK(out.find("1000/1000 thousandths of tstop (8 s), t = 8 s, ") != std::string::npos);
+  out = shell(fmt::format("{} run '{}' --progress", ANASIM_BINARY, deck("short.cir", "3m")), rc);
+  CHECK(rc == 0);
+  CHECK(out.find("thousandths of tstop") == std::string::npos);
 }
