@@ -71,8 +71,9 @@ struct FastOptions {
   // classify(): when every layer's periphery is ideal and linear (hybrid mode, level-0 op-amps), each layer of a chunk
   // is one product, without sweeps (the same equations solved in closed form); false: the sweeps as for any circuit.
   bool direct = true;
-  // classify(): the images of a chunk in blocks of kLanes (8) side by side, one per SIMD lane (nn/fast_batch.cpp),
-  // each following the one-image algorithm to the same tolerance; false: one image at a time.
+  // classify(): the images of a chunk in blocks of kLanes (nn/lanes.hpp: 8 with AVX-512, 4 with AVX2) side by side,
+  // one per SIMD lane (nn/fast_batch.cpp), each following the one-image algorithm to the same tolerance; false: one
+  // image at a time.
   bool batch = true;
 };
 

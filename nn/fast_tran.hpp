@@ -85,9 +85,10 @@ class FastTransient {
   Status run(const LayerCodes& codes, const LayerCodes& from, std::uint64_t sample, const TransientOptions& opt,
              const std::vector<double>& sample_times, ImageTransient& out) const;
 
-  // Several inputs, up to 8 at a time side by side (the batched sweeps' lanes, nn/fast_batch.cpp): each image on
-  // its own time grid and step control exactly as run() steps it (the lanes' sweeps solve every lane's own step
-  // together), a lane that finishes taking the next image. Results and statuses per item, as run() gives them.
+  // Several inputs, up to kLanes at a time side by side (the batched sweeps' lanes, nn/fast_batch.cpp; nn/lanes.hpp:
+  // 8 with AVX-512, 4 with AVX2): each image on its own time grid and step control exactly as run() steps it (the
+  // lanes' sweeps solve every lane's own step together), a lane that finishes taking the next image. Results and
+  // statuses per item, as run() gives them.
   struct Item {
     const LayerCodes* codes;
     const LayerCodes* from;
