@@ -154,7 +154,6 @@ void unpack_table(Unpacker& u, ItemTable& t) {
   }
 }
 
-
 }  // namespace
 
 void init(int* argc, char*** argv) {
@@ -218,6 +217,11 @@ ProgressLine::ProgressLine(long total, long already, std::string what, double mi
         (g_progress == ProgressMode::Always || (g_progress == ProgressMode::Auto && tty_));
 }
 
+bool ProgressLine::interval_passed(std::chrono::steady_clock::time_point now, long done) const {
+  return min_interval_ <= 0 || std::chrono::duration<double>(now - last_).count() >= min_interval_ ||
+         (done >= total_ && printed_);
+}
+
 bool ProgressLine::due(long done) {
   if (!on_) return false;
   if (min_interval_ <= 0) return true;
@@ -228,15 +232,13 @@ bool ProgressLine::due(long done) {
   checked_ = now;
   if (gap < 1e-3 && stride_ < (1L << 16)) stride_ *= 2;
   if (gap > 0.1 && stride_ > 1) stride_ /= 2;
-  return std::chrono::duration<double>(now - last_).count() >= min_interval_ || (done >= total_ && printed_);
+  return interval_passed(now, done);
 }
 
 void ProgressLine::update(long done, const std::string& note) {
   if (!on_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (min_interval_ > 0 && std::chrono::duration<double>(now - last_).count() < min_interval_ &&
-      (done < total_ || !printed_))
-    return;
+  if (!interval_passed(now, done)) return;
   last_ = now;
   printed_ = true;
   const double secs = std::chrono::duration<double>(now - t0_).count();

@@ -40,7 +40,6 @@ void set_progress(ProgressMode m);
 class ProgressLine {
  public:
   ProgressLine(long total, long already, std::string what, double min_interval = 0);
-  bool on() const { return on_; }
   // Whether update(done) would print now; a caller with a costly note asks first. With min_interval > 0 the clock
   // is read on every stride-th call only, the stride adapting so that reads are about 1-100 ms apart (a loop of
   // microsecond steps pays a counter per step, one of second-long steps a clock read per step).
@@ -48,6 +47,9 @@ class ProgressLine {
   void update(long done, const std::string& note = {});  // note: appended to the line
 
  private:
+  // The interval rule at `now`: no interval, or min_interval since the last line, or the last update of a run
+  // that printed.
+  bool interval_passed(std::chrono::steady_clock::time_point now, long done) const;
   long total_, already_;
   std::string what_;
   double min_interval_;
