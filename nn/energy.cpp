@@ -321,7 +321,8 @@ Status run_energy(const Mlp& net, const HardwareConfig& cfg, const MatrixRf& cal
     } else {
       // The chunk's images in one group per thread (consecutive images), each group through the SIMD lanes side by
       // side (FastTransient::run_block: a lane that finishes takes the group's next image).
-      const int ngroups = std::max(1, std::min(omp_get_max_threads(), (m + 7) / 8));
+      const int lanes = FastTransient::lanes();
+      const int ngroups = std::max(1, std::min(omp_get_max_threads(), (m + lanes - 1) / lanes));
 #pragma omp parallel for schedule(static, 1)
       for (int g = 0; g < ngroups; ++g) {
         const int i0 = static_cast<int>(static_cast<long>(m) * g / ngroups);

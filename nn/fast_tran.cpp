@@ -69,6 +69,8 @@ std::vector<Status> FastTransient::run_block(const std::vector<Item>& items, con
   return run_lanes(items, kLanes, opt, sample_times, outs);
 }
 
+int FastTransient::lanes() { return kLanes; }
+
 std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int slots, const TransientOptions& opt,
                                              const std::vector<double>& sample_times,
                                              std::vector<ImageTransient>& outs) const {

@@ -96,6 +96,8 @@ class FastTransient {
   };
   std::vector<Status> run_block(const std::vector<Item>& items, const TransientOptions& opt,
                                 const std::vector<double>& sample_times, std::vector<ImageTransient>& outs) const;
+  // Images run_block steps side by side (nn/lanes.hpp's kLanes, which depends on the fast files' -march=native).
+  static int lanes();
 
   FastEvaluator& dc() { return fe_; }
 
