@@ -21,12 +21,32 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Work = FastEvaluator::Impl::Work;
 
-// y = blockdiag(B) x for the per-row-block matrices B of a layer (row_blocks: block boundaries).
-VectorXd block_mv(const std::vector<MatrixXd>& B, const std::vector<int>& row_blocks, const VectorXd& x) {
-  VectorXd y(x.size());
-  for (size_t b = 0; b + 1 < row_blocks.size(); ++b) {
+// The entries of x that are not zero (an input step moves only the DAC rows whose codes change: most of an MNIST
+// image's pixels stay at code 0).
+std::vector<int> nonzeros(const VectorXd& x) {
+  std::vector<int> nz;
+  for (int k = 0; k < x.size(); ++k)
+    if (x[k] != 0) nz.push_back(k);
+  return nz;
+}
+
+// y = M x for x whose nonzero entries are nz (M column-major): a pass over those columns only.
+VectorXd sparse_mv(const MatrixXd& M, const VectorXd& x, const std::vector<int>& nz) {
+  VectorXd y = VectorXd::Zero(M.rows());
+  for (int k : nz) y.noalias() += x[k] * M.col(k);
+  return y;
+}
+
+// y = blockdiag(B) x for the per-row-block matrices B of a layer (row_blocks: block boundaries), x's nonzero
+// entries nz (ascending).
+VectorXd block_mv(const std::vector<MatrixXd>& B, const std::vector<int>& row_blocks, const VectorXd& x,
+                  const std::vector<int>& nz) {
+  VectorXd y = VectorXd::Zero(x.size());
+  size_t b = 0;
+  for (int k : nz) {
+    while (k >= row_blocks[b + 1]) ++b;
     const int r0 = row_blocks[b], nr = row_blocks[b + 1] - r0;
-    y.segment(r0, nr).noalias() = B[b] * x.segment(r0, nr);
+    y.segment(r0, nr).noalias() += x[k] * B[b].col(k - r0);
   }
   return y;
 }
@@ -603,15 +623,17 @@ std::vector<Status> FastTransient::run_lanes(const std::vector<Item>& items, int
           d.u0 = c.u0;
           d.a0 = c.a0;
         } else {
-          d.w0 = f.Ycx * ln.v0[l];
-          d.z0 = f.C1cx * ln.v0[l];
-          d.u0 = block_mv(f.Yxx, f.m->row_blocks, ln.v0[l]);
+          const std::vector<int> nz0 = nonzeros(ln.v0[l]);
+          d.w0 = sparse_mv(f.Ycx, ln.v0[l], nz0);
+          d.z0 = sparse_mv(f.C1cx, ln.v0[l], nz0);
+          d.u0 = block_mv(f.Yxx, f.m->row_blocks, ln.v0[l], nz0);
           d.a0 = ln.v0[l].dot(d.u0);
         }
-        d.w1 = f.Ycx * ln.dv[l];
-        d.z1 = f.C1cx * ln.dv[l];
-        d.u1 = block_mv(f.Yxx, f.m->row_blocks, ln.dv[l]);
-        d.uc1 = block_mv(f.C1xx, f.m->row_blocks, ln.dv[l]);
+        const std::vector<int> nz = nonzeros(ln.dv[l]);
+        d.w1 = sparse_mv(f.Ycx, ln.dv[l], nz);
+        d.z1 = sparse_mv(f.C1cx, ln.dv[l], nz);
+        d.u1 = block_mv(f.Yxx, f.m->row_blocks, ln.dv[l], nz);
+        d.uc1 = block_mv(f.C1xx, f.m->row_blocks, ln.dv[l], nz);
         d.a1 = ln.v0[l].dot(d.u1) + ln.dv[l].dot(d.u0);
         d.a2 = ln.dv[l].dot(d.u1);
         d.b0 = ln.v0[l].dot(d.uc1);
