@@ -85,6 +85,10 @@ void print_summary(const RunResults& r, double seconds, double t_parse, double t
                  a.stats.cg_iterations > 0 ? fmt::format("conjugate gradients ({} steps)", a.stats.cg_iterations)
                  : a.stats.multifrontal    ? std::string("sparse LU UMFPACK")
                                            : std::string("sparse LU KLU"));
+  for (const auto& a : r.analyses)
+    if (a.stats.lu_reuses > 0)
+      fmt::print("  {:<8} {} Newton solves with earlier LU factors as GMRES's preconditioner ({} iterations)\n",
+                 a.group, a.stats.lu_reuses, a.stats.gmres_iterations);
   for (const auto& a : r.analyses) {  // .meas results, as ngspice prints them (name = value)
     if (a.measures.empty()) continue;
     fmt::print("  {} measurements:\n", a.group);

@@ -758,6 +758,10 @@ const ParamTable& option_table() {
           .doc("linear solver: auto (conjugate gradients on large nodal systems where they apply, else KLU, or "
                "UMFPACK with METIS ordering for large matrices that fill in), klu, umfpack, pcg")
           .bind<&O::solver>(),
+      P("lureuse").def(50000).range(0, 1e12)
+          .doc("unknowns from which Newton iterations of a nonlinear circuit first solve with the previous LU "
+               "factors as a GMRES preconditioner, factoring only when that does not converge (0: never)")
+          .bind<&O::lureuse>(),
       P("power").kind(ParamKind::Flag).def(0).range(0, 1).doc("power probes in every op, dc and tran")
           .bind<&O::power>(),
       P("maxdevices").def(10e6).range(1, 1e9).doc("device limit after subcircuit expansion").bind<&O::maxdevices>(),

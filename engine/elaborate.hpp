@@ -43,6 +43,9 @@ struct Options {
   int maxord = 2;
   bool klu = true;          // accepted for ngspice compatibility (the sparse LU is chosen by `solver`)
   LinearSolver solver = LinearSolver::Auto;  // sparse LU of the MNA matrix (engine/sparse_lu.hpp)
+  // Unknowns from which a nonlinear circuit's Newton iterations first solve with the previous factors as GMRES's
+  // preconditioner, and factor only when that does not converge (engine/krylov.hpp; 0: never).
+  long lureuse = 50'000;
   bool power = false;       // power probes p(...) (and e(...) in tran) in every op, dc and tran (.options power)
   long maxdevices = 10'000'000;  // devices after subcircuit expansion (a fan-out stops here with a message)
   double temp = 27.0;       // [C] circuit temperature (.temp, .options temp)

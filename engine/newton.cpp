@@ -1,5 +1,6 @@
 // Newton-Raphson and operating-point strategy (see newton.hpp).
 #include "engine/newton.hpp"
+#include "engine/krylov.hpp"
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -89,8 +90,42 @@ bool NewtonSolver::solve_last(double* r) {
   if (!lu().factored() || facts_[cur_].A.empty() || gdiag_ > 0 ||
       (ctx_.mode == LoadContext::Mode::Dc && !forced_.empty()))
     return false;
-  lu().solve(r);
+  if (last_reused_) {  // the last matrix is A_, not the factors' own
+    if (!reuse_solve(r)) return false;
+  } else {
+    lu().solve(r);
+  }
   r[c_.n()] = 0.0;
+  return true;
+}
+
+bool NewtonSolver::reuse_solve(double* b) {
+  lu().set_refinement(false);  // (a preconditioner)
+  const double tol = std::min(kReuseTolerance, 1e-3 * opt_.reltol);
+  const KrylovResult k = gmres_with_factors(c_.n(), c_.Ap().data(), c_.Ai().data(), A_.data(), lu(), b,
+                                            kReuseIterations, tol);
+  reuse_iterations_ += k.iterations;
+  return k.converged;
+}
+
+bool NewtonSolver::try_reuse() {
+  const Factorization& f = facts_[cur_];
+  if (opt_.lureuse <= 0 || c_.n() < opt_.lureuse || !f.lu->factored() || f.A.empty() ||
+      f.lu->solver() == LinearSolver::Pcg || reuse_failed_) {
+    reuse_failed_ = false;  // (after a failure, one factorization first)
+    return false;
+  }
+  std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
+  const long its0 = reuse_iterations_;
+  if (!reuse_solve(xnew_.data())) {
+    reuse_failed_ = true;
+    return false;
+  }
+  // Factors that took many iterations have drifted from the circuit's matrix: the next solve factors anew.
+  reuse_failed_ = reuse_iterations_ - its0 > kReuseRefresh;
+  xnew_[c_.n()] = 0.0;
+  facts_[cur_].used = ++use_clock_;
+  ++reuses_;
   return true;
 }
 
@@ -110,6 +145,12 @@ bool NewtonSolver::factor_and_solve(std::string& err) {
       cur_ = k;
       same = true;
     }
+  last_reused_ = false;
+  // A nonlinear circuit's large matrix: first the previous factors, as GMRES's preconditioner (see krylov.hpp).
+  if (!same && !cache && try_reuse()) {
+    last_reused_ = true;
+    return true;
+  }
   if (!same) {
     if (cache && facts_[cur_].lu->factored()) {  // keep the current one: a new slot, or the least recently used
       // Bytes per slot: its factorization and its copy of the matrix.
@@ -411,6 +452,8 @@ SolverStats NewtonSolver::stats() const {
     s.cg_iterations += f.lu->cg_iterations();
   }
   s.multifrontal = lu().solver() == LinearSolver::Umfpack;
+  s.lu_reuses = reuses_;
+  s.gmres_iterations = reuse_iterations_;
   return s;
 }
 

@@ -221,6 +221,8 @@ void write_analysis(H5::H5File& file, const AnalysisResult& a, bool release, con
   attr_int64(g, "refactorizations", st.refactorizations);
   attr_int64(g, "solves", st.solves);
   attr_int64(g, "cg_iterations", st.cg_iterations);
+  attr_int64(g, "lu_reuses", st.lu_reuses);
+  attr_int64(g, "gmres_iterations", st.gmres_iterations);
   attr_int64(g, "timepoints", st.timepoints);
   attr_int64(g, "rejected", st.rejected);
   attr_double(g, "seconds", st.seconds);

@@ -19,10 +19,13 @@ struct SolverStats {
                                 // at the solution (NewtonSolver::kcl_residual); -1 = not computed
   bool multifrontal = false;    // the sparse LU was UMFPACK's (solver auto or umfpack), not KLU's
   long cg_iterations = 0;       // conjugate-gradient steps (solver auto or pcg: engine/nodal_pcg.hpp)
+  long lu_reuses = 0;           // Newton solves with earlier factors as GMRES's preconditioner (engine/krylov.hpp)
+  long gmres_iterations = 0;    // their GMRES iterations (failed tries too)
   void add(const SolverStats& o) {
     newton_iterations += o.newton_iterations; factorizations += o.factorizations;
     refactorizations += o.refactorizations; solves += o.solves; timepoints += o.timepoints;
-    rejected += o.rejected; seconds += o.seconds; cg_iterations += o.cg_iterations; kcl_residual = std::max(kcl_residual, o.kcl_residual);
+    rejected += o.rejected; seconds += o.seconds; cg_iterations += o.cg_iterations;
+    lu_reuses += o.lu_reuses; gmres_iterations += o.gmres_iterations; kcl_residual = std::max(kcl_residual, o.kcl_residual);
     multifrontal = multifrontal || o.multifrontal;
   }
 };

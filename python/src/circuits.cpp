@@ -75,6 +75,8 @@ py::dict analysis_dict(const AnalysisResult& a) {
   stats["refactorizations"] = a.stats.refactorizations;
   stats["solves"] = a.stats.solves;
   stats["cg_iterations"] = a.stats.cg_iterations;
+  stats["lu_reuses"] = a.stats.lu_reuses;
+  stats["gmres_iterations"] = a.stats.gmres_iterations;
   stats["timepoints"] = a.stats.timepoints;
   stats["rejected"] = a.stats.rejected;
   stats["seconds"] = a.stats.seconds;

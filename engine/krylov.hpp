@@ -1,0 +1,24 @@
+// Newton's linear solves with the factors of an earlier matrix: GMRES (Eigen's, unsupported/IterativeSolvers) on
+// A x = b, preconditioned by a SparseLU factored from other values of A's pattern (the previous Newton iteration's,
+// or the previous time point's). Where a large circuit's Jacobian changes little from one solve to the next (a
+// crossbar's hundreds of thousands of linear unknowns around a periphery of op-amps), a few such iterations cost a
+// small part of a new factorization.
+#pragma once
+#include "engine/sparse_lu.hpp"
+
+namespace anasim {
+
+struct KrylovResult {
+  bool converged = false;
+  int iterations = 0;  // preconditioned iterations taken
+  double error = 0;    // the preconditioned residual's norm relative to that of b (~ x's relative error)
+};
+
+// Solves A x = b, A n x n in CSC form (Ap, Ai, Ax), b in place (size n), from x = 0, with at most max_its
+// iterations (one restart cycle), to a preconditioned relative residual |lu^-1 (b - A x)| <= tol |lu^-1 b|: with
+// factors of a nearby matrix that is x's relative error, to first order. On failure (not converged, or not
+// finite) b is left unchanged.
+KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const double* Ax, SparseLU<double>& lu, double* b,
+                                int max_its, double tol);
+
+}  // namespace anasim
