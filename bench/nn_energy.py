@@ -7,7 +7,7 @@ Usage: python3 bench/nn_energy.py --anasim build/anasim [--config data/examples/
        [--engine-limit 1800] [--markdown bench/RESULTS.md]
 MNIST is found as `anasim nn` finds it (--data or $ANASIM_MNIST, default ../shared/mnist). Python 3 standard
 library only; prints a Markdown row set (and appends it under a heading to --markdown when given)."""
-import argparse, datetime, json, os, platform, subprocess, sys, time
+import argparse, datetime, json, os, platform, re, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -25,14 +25,26 @@ def cpu_name():
 
 
 def run(cmd, limit=None):
+    """(parsed --json output or None if stopped at `limit` seconds, wall seconds, the last progress line on stderr
+    or "")."""
     t0 = time.perf_counter()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-    except subprocess.TimeoutExpired:
-        return None, time.perf_counter() - t0
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return None, time.perf_counter() - t0, last_progress(err)
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
-    return json.loads(r.stdout), time.perf_counter() - t0
+    return json.loads(r.stdout), time.perf_counter() - t0, last_progress(r.stderr)
+
+
+def last_progress(err):
+    """The simulated time and points of the engine transient's last progress line (anasim --progress), as text."""
+    found = re.findall(r"t = (\S+) s, (\d+) points, (\S+) s", err)
+    if not found:
+        return ""
+    t, points, wall = found[-1]
+    return f"t = {float(t) * 1e9:.3g} ns in {points} time points, {float(wall):.0f} s into the transient"
 
 
 def main():
@@ -46,8 +58,8 @@ def main():
     a = ap.parse_args()
     base = [a.anasim, "nn", "energy", "--model", a.model, "--config", a.config, "--json"]
     load0 = os.getloadavg()[0]
-    fast, t_fast = run(base + ["--samples", str(a.samples)])
-    eng, t_eng = run(base + ["--engine", "--samples", "1"], a.engine_limit)
+    fast, t_fast, _ = run(base + ["--samples", str(a.samples)])
+    eng, t_eng, eng_progress = run(base + ["--engine", "--samples", "1", "--progress"], a.engine_limit)
     load1 = os.getloadavg()[0]
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     lines = [f"Run {when} on {os.cpu_count()} cores, {cpu_name()}; load average {load0:.2f} at the start, "
@@ -59,7 +71,8 @@ def main():
                  f"{100 * f['accuracy']:.2f}% | {f['latency_mean_s']:.4g} / {f['latency_p99_s']:.4g} | "
                  f"{f['energy_mean_j']:.4g} | {f['tops']:.4g} | {f['tops_per_w']:.4g} |")
     if eng is None:
-        lines.append(f"| engine, full netlist | 1 | > {t_eng:.0f} (stopped) | > {t_eng:.0f} | | | | | |")
+        lines.append(f"| engine, full netlist | 1 | > {t_eng:.0f} (stopped{': ' + eng_progress if eng_progress else ''})"
+                     f" | > {t_eng:.0f} | | | | | |")
     else:
         lines.append(f"| engine, full netlist | 1 | {t_eng:.1f} | {t_eng:.4g} | | {eng['latency_mean_s']:.4g} | "
                      f"{eng['energy_mean_j']:.4g} | | |")
