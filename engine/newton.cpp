@@ -116,13 +116,10 @@ bool NewtonSolver::try_reuse() {
     return false;
   }
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
-  const long its0 = reuse_iterations_;
   if (!reuse_solve(xnew_.data())) {
     reuse_failed_ = true;
     return false;
   }
-  // Factors that took many iterations have drifted from the circuit's matrix: the next solve factors anew.
-  reuse_failed_ = reuse_iterations_ - its0 > kReuseRefresh;
   xnew_[c_.n()] = 0.0;
   facts_[cur_].used = ++use_clock_;
   ++reuses_;
