@@ -1,5 +1,6 @@
 // See krylov.hpp.
 #include "engine/krylov.hpp"
+#include <algorithm>
 #include <cmath>
 #include <Eigen/Sparse>
 #include <unsupported/Eigen/IterativeSolvers>
@@ -41,17 +42,28 @@ KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const doubl
   const Eigen::Map<const Mat> A(n, n, Ap[n], Ap, Ai, Ax);
   Eigen::GMRES<Mat, FactorsPreconditioner> g;
   g.preconditioner().set(&lu);
-  g.set_restart(max_its);
-  g.setMaxIterations(max_its);
-  g.setTolerance(tol);
   g.compute(A);
   const Eigen::Map<Eigen::VectorXd> rhs(b, n);
   Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
-  x = g.solveWithGuess(rhs, x);
   KrylovResult r;
-  r.iterations = static_cast<int>(g.iterations());
-  r.error = g.error();
-  r.converged = g.info() == Eigen::Success && r.error <= tol && x.allFinite();
+  // First kProbeIterations; then, unless the error is still above kGiveUp (factors too far from A to pay), the rest
+  // as a restart from there, to the remaining factor of the tolerance.
+  const int first = std::min(max_its, kProbeIterations);
+  double reached = 1.0;
+  for (int its : {first, max_its - first}) {
+    if (its <= 0) break;
+    g.set_restart(its);
+    g.setMaxIterations(its);
+    g.setTolerance(tol / reached);
+    x = g.solveWithGuess(rhs, x);
+    r.iterations += static_cast<int>(g.iterations());
+    reached *= g.error();
+    if (g.info() != Eigen::NoConvergence && g.info() != Eigen::Success) break;
+    if (!(reached <= tol) && !(reached <= kGiveUp)) break;
+    if (reached <= tol) break;
+  }
+  r.error = reached;
+  r.converged = reached <= tol && x.allFinite();
   if (r.converged) Eigen::Map<Eigen::VectorXd>(b, n) = x;
   return r;
 }

@@ -15,9 +15,12 @@ struct KrylovResult {
 };
 
 // Solves A x = b, A n x n in CSC form (Ap, Ai, Ax), b in place (size n), from x = 0, with at most max_its
-// iterations (one restart cycle), to a preconditioned relative residual |lu^-1 (b - A x)| <= tol |lu^-1 b|: with
-// factors of a nearby matrix that is x's relative error, to first order. On failure (not converged, or not
-// finite) b is left unchanged.
+// iterations, to a preconditioned relative residual |lu^-1 (b - A x)| <= tol |lu^-1 b|: with factors of a nearby
+// matrix that is x's relative error, to first order. It gives up after kProbeIterations if that error is still
+// above kGiveUp (the factors are of a matrix too far from A), else goes on from there (one restart). On failure
+// (not converged, or not finite) b is left unchanged.
+constexpr int kProbeIterations = 4;
+constexpr double kGiveUp = 1e-3;
 KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const double* Ax, SparseLU<double>& lu, double* b,
                                 int max_its, double tol);
 

@@ -101,7 +101,8 @@ bool NewtonSolver::solve_last(double* r) {
 
 bool NewtonSolver::reuse_solve(double* b) {
   lu().set_refinement(false);  // (a preconditioner)
-  const double tol = std::min(kReuseTolerance, 1e-3 * opt_.reltol);
+  const double tol = ctx_.mode == LoadContext::Mode::Tran ? std::min(kReuseTolerance, 1e-3 * opt_.reltol)
+                                                          : kReuseToleranceDc;
   const KrylovResult k = gmres_with_factors(c_.n(), c_.Ap().data(), c_.Ai().data(), A_.data(), lu(), b,
                                             kReuseIterations, tol);
   reuse_iterations_ += k.iterations;
@@ -111,15 +112,10 @@ bool NewtonSolver::reuse_solve(double* b) {
 bool NewtonSolver::try_reuse() {
   const Factorization& f = facts_[cur_];
   if (opt_.lureuse <= 0 || c_.n() < opt_.lureuse || !f.lu->factored() || f.A.empty() ||
-      f.lu->solver() == LinearSolver::Pcg || reuse_failed_) {
-    reuse_failed_ = false;  // (after a failure, one factorization first)
+      f.lu->solver() == LinearSolver::Pcg)
     return false;
-  }
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
-  if (!reuse_solve(xnew_.data())) {
-    reuse_failed_ = true;
-    return false;
-  }
+  if (!reuse_solve(xnew_.data())) return false;
   xnew_[c_.n()] = 0.0;
   facts_[cur_].used = ++use_clock_;
   ++reuses_;
