@@ -58,9 +58,8 @@ KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const doubl
     x = g.solveWithGuess(rhs, x);
     r.iterations += static_cast<int>(g.iterations());
     reached *= g.error();
-    if (g.info() != Eigen::NoConvergence && g.info() != Eigen::Success) break;
-    if (!(reached <= tol) && !(reached <= kGiveUp)) break;
-    if (reached <= tol) break;
+    const bool failed = g.info() != Eigen::NoConvergence && g.info() != Eigen::Success;
+    if (failed || reached <= tol || !(reached <= kGiveUp)) break;  // (NaN: given up)
   }
   r.error = reached;
   r.converged = reached <= tol && x.allFinite();
