@@ -94,8 +94,10 @@ inline Vd per_lane(F&& f) {
 // register of 4: a block of lanes either way (kLanes above).
 #if defined(__AVX512F__)
 #define ANASIM_MVEC(f) _ZGVeN8v_##f
+static_assert(kLanes == 8, "libmvec's AVX-512 variants take 8 doubles");
 #else
 #define ANASIM_MVEC(f) _ZGVdN4v_##f
+static_assert(kLanes == 4, "libmvec's AVX2 variants take 4 doubles");
 #endif
 extern "C" Vd ANASIM_MVEC(exp)(Vd);
 extern "C" Vd ANASIM_MVEC(log)(Vd);
