@@ -424,6 +424,7 @@ TEST_CASE("the option table's defaults are Options' defaults") {
   o.itl1 = o.itl4 = 3;
   o.power = true;
   o.maxdevices = 7;
+  o.lureuse = 9;
   REQUIRE(apply_params(default_params(option_table()), o, "options").ok());
   const Options d;
   CHECK(o.method == d.method);
@@ -440,6 +441,7 @@ TEST_CASE("the option table's defaults are Options' defaults") {
   CHECK(o.itl4 == d.itl4);
   CHECK(o.power == d.power);
   CHECK(o.maxdevices == d.maxdevices);
+  CHECK(o.lureuse == d.lureuse);
 }
 
 TEST_CASE("every option the reader accepts changes a result or warns") {
