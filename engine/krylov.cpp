@@ -23,48 +23,75 @@ class FactorsPreconditioner {
   FactorsPreconditioner& compute(const M&) { return *this; }
   template <class Rhs>
   Eigen::VectorXd solve(const Rhs& b) const {
+    if (primed_) {  // GMRES's first application, to the residual of its start: computed by the caller
+      const Eigen::VectorXd* r = primed_;
+      primed_ = nullptr;
+      return *r;
+    }
     Eigen::VectorXd x = b;
     lu_->solve(x.data());
     return x;
   }
   Eigen::ComputationInfo info() const { return Eigen::Success; }
   void set(SparseLU<double>* lu) { lu_ = lu; }
+  // The next solve() returns r (lu^-1 of the vector it is given, computed by the caller).
+  void prime(const Eigen::VectorXd* r) { primed_ = r; }
 
  private:
   SparseLU<double>* lu_ = nullptr;
+  mutable const Eigen::VectorXd* primed_ = nullptr;
 };
 
 }  // namespace
 
 KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const double* Ax, SparseLU<double>& lu, double* b,
-                                int max_its, double tol) {
+                                int max_its, double tol, const double* guess) {
   using Mat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+  using Eigen::VectorXd;
   const Eigen::Map<const Mat> A(n, n, Ap[n], Ap, Ai, Ax);
   Eigen::GMRES<Mat, FactorsPreconditioner> g;
   g.preconditioner().set(&lu);
   g.compute(A);
-  const Eigen::Map<Eigen::VectorXd> rhs(b, n);
-  Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
-  KrylovResult r;
+  // The correction d from the start x0 (the guess, or 0): A d = p = b - A x0, r = lu^-1 p its first estimate; the
+  // tolerance, tol |x| (|x| estimated by |x0 + r|), relative to |r|.
+  VectorXd x0 = VectorXd::Zero(n);
+  if (guess) x0 = Eigen::Map<const VectorXd>(guess, n);
+  VectorXd p = Eigen::Map<const VectorXd>(b, n);
+  if (guess) p.noalias() -= A * x0;
+  VectorXd r = p;
+  lu.solve(r.data());
+  const double rnorm = r.norm();
+  const double scale = guess ? (x0 + r).norm() : rnorm;
+  KrylovResult res;
+  if (!(rnorm > tol * scale)) {  // the start, corrected by r, is within the tolerance already (or r is not finite)
+    res.error = scale > 0 ? rnorm / scale : 0.0;
+    res.converged = std::isfinite(rnorm) && r.allFinite();
+    if (res.converged) Eigen::Map<VectorXd>(b, n) = x0 + r;
+    return res;
+  }
+  const double rel = tol * scale / rnorm;  // asked of the correction, relative to its start
+  VectorXd d = VectorXd::Zero(n);
   // First kProbeIterations; then, unless the error is still above kGiveUp (factors too far from A to pay), the rest
   // as a restart from there, to the remaining factor of the tolerance.
   const int first = std::min(max_its, kProbeIterations);
   double reached = 1.0;
+  g.preconditioner().prime(&r);  // (GMRES starts with lu^-1 p: r)
   for (int its : {first, max_its - first}) {
     if (its <= 0) break;
     g.set_restart(its);
     g.setMaxIterations(its);
-    g.setTolerance(tol / reached);
-    x = g.solveWithGuess(rhs, x);
-    r.iterations += static_cast<int>(g.iterations());
+    g.setTolerance(rel / reached);
+    d = g.solveWithGuess(p, d);
+    g.preconditioner().prime(nullptr);
+    res.iterations += static_cast<int>(g.iterations());
     reached *= g.error();
     const bool failed = g.info() != Eigen::NoConvergence && g.info() != Eigen::Success;
-    if (failed || reached <= tol || !(reached <= kGiveUp)) break;  // (NaN: given up)
+    if (failed || reached <= rel || !(reached <= kGiveUp)) break;  // (NaN: given up)
   }
-  r.error = reached;
-  r.converged = reached <= tol && x.allFinite();
-  if (r.converged) Eigen::Map<Eigen::VectorXd>(b, n) = x;
-  return r;
+  res.error = reached * rnorm / scale;
+  res.converged = reached <= rel && d.allFinite();
+  if (res.converged) Eigen::Map<VectorXd>(b, n) = x0 + d;
+  return res;
 }
 
 }  // namespace anasim

@@ -14,14 +14,16 @@ struct KrylovResult {
   double error = 0;    // the preconditioned residual's norm relative to that of b (~ x's relative error)
 };
 
-// Solves A x = b, A n x n in CSC form (Ap, Ai, Ax), b in place (size n), from x = 0, with at most max_its
-// iterations, to a preconditioned relative residual |lu^-1 (b - A x)| <= tol |lu^-1 b|: with factors of a nearby
-// matrix that is x's relative error, to first order. It gives up after kProbeIterations if that error is still
-// above kGiveUp (the factors are of a matrix too far from A), else goes on from there (one restart). On failure
-// (not converged, or not finite) b is left unchanged.
+// Solves A x = b, A n x n in CSC form (Ap, Ai, Ax), b in place (size n), with at most max_its iterations, to a
+// preconditioned residual |lu^-1 (b - A x)| <= tol |x|: with factors of a nearby matrix that is x's error relative
+// to x's norm, to first order. From x = 0, or from `guess` (size n; a Newton iterate): GMRES then solves for the
+// correction, whose tolerance is as much looser as the correction is smaller than x (the same absolute error), and
+// a guess already within it costs one preconditioner solve. It gives up after kProbeIterations if the correction's
+// error relative to its start is still above kGiveUp (the factors are of a matrix too far from A), else goes on
+// from there (one restart). On failure (not converged, or not finite) b is left unchanged.
 constexpr int kProbeIterations = 4;
 constexpr double kGiveUp = 1e-3;
 KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const double* Ax, SparseLU<double>& lu, double* b,
-                                int max_its, double tol);
+                                int max_its, double tol, const double* guess = nullptr);
 
 }  // namespace anasim

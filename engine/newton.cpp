@@ -99,12 +99,12 @@ bool NewtonSolver::solve_last(double* r) {
   return true;
 }
 
-bool NewtonSolver::reuse_solve(double* b) {
+bool NewtonSolver::reuse_solve(double* b, const double* guess) {
   lu().set_refinement(false);  // (a preconditioner)
   const double tol = ctx_.mode == LoadContext::Mode::Tran ? std::min(kReuseTolerance, 1e-3 * opt_.reltol)
                                                           : kReuseToleranceDc;
   const KrylovResult k = gmres_with_factors(c_.n(), c_.Ap().data(), c_.Ai().data(), A_.data(), lu(), b,
-                                            kReuseIterations, tol);
+                                            kReuseIterations, tol, guess);
   reuse_iterations_ += k.iterations;
   return k.converged;
 }
@@ -115,7 +115,7 @@ bool NewtonSolver::try_reuse() {
       f.lu->solver() == LinearSolver::Pcg)
     return false;
   std::copy(b_.begin(), b_.begin() + c_.n(), xnew_.begin());
-  if (!reuse_solve(xnew_.data())) return false;
+  if (!reuse_solve(xnew_.data(), x_.data())) return false;
   xnew_[c_.n()] = 0.0;
   facts_[cur_].used = ++use_clock_;
   ++reuses_;
