@@ -79,9 +79,12 @@ double last_band_entry(const std::vector<double>& t, const double* y, size_t str
 // of the input whose codes `from` are, or of an all-zero input for the reset state), the initial operating point's
 // Newton starting point (FlatNetlist::guess, as compare_reference's warm start): a few Newton iterations of the full
 // matrix instead of the cold-start strategy; the solution is the engine's own either way. nullptr: a cold start.
+// first_tstop [s]: without opt.tstop, the first run's length instead of default_tstop (at least that; doubled from
+// there as before).
 Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, const LayerCodes& from,
                        std::uint64_t sample, const TransientOptions& opt, const std::vector<double>& sample_times,
-                       ImageTransient& out, const std::vector<LayerVoltages>* start = nullptr);
+                       ImageTransient& out, const std::vector<LayerVoltages>* start = nullptr,
+                       double first_tstop = 0);
 
 // First guess of the run length of hw's network [s]: per layer 30 closed-loop time constants of the op-amp
 // (1 / (2 pi gbw) times a noise gain of 10) plus two full swings at the slew rate (level 2), at least

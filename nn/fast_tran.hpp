@@ -28,7 +28,7 @@ namespace anasim::nn {
 
 // Truncation-error control of the fast path (the engine's .options of the same names).
 struct FastTranOptions {
-  double reltol = 1e-3;   // relative LTE tolerance (SPICE's default; the engine's transient netlist has 1e-7)
+  double reltol = 1e-3;   // relative LTE tolerance (SPICE's default; the engine's transient netlist has 1e-4)
   double abstol = 1e-15;  // [A]
   double chgtol = 1e-14;  // [C]
   double trtol = 7.0;

@@ -83,6 +83,8 @@ Status build_netlist(const HardwareInstance& hw, const LayerCodes& codes, std::u
     op.tmax = tran->tmax;
     op.tstop = tran->tstop;
     op.power = true;
+    fn.options.reltol = tran->reltol;
+    fn.options.vntol = tran->vntol;
   }
   fn.analyses.push_back(op);
   names = NetlistNames{};
