@@ -40,11 +40,14 @@ def run(cmd, limit=None):
 
 def last_progress(err):
     """The simulated time and points of the engine transient's last progress line (anasim --progress), as text."""
-    found = re.findall(r"t = (\S+) s, (\d+) points, (\S+) s", err)
+    found = re.findall(r"t = (\S+) s, (\d+) points, (\S+) s(?:, ETA (\S+) s)?", err)
     if not found:
         return ""
-    t, points, wall = found[-1]
-    return f"t = {float(t) * 1e9:.3g} ns in {points} time points, {float(wall):.0f} s into the transient"
+    t, points, wall, eta = found[-1]
+    text = f"t = {float(t) * 1e9:.3g} ns in {points} time points, {float(wall):.0f} s into the transient"
+    if eta:  # the progress line's estimate for the rest of the run at the rate so far
+        text += f"; its estimate for the rest: {float(eta) / 3600:.3g} h"
+    return text
 
 
 def main():
