@@ -11,7 +11,7 @@ namespace anasim {
 struct KrylovResult {
   bool converged = false;
   int iterations = 0;  // preconditioned iterations taken
-  double error = 0;    // the preconditioned residual's norm relative to that of b (~ x's relative error)
+  double error = 0;    // the preconditioned residual's norm relative to x's (~ x's relative error)
 };
 
 // Solves A x = b, A n x n in CSC form (Ap, Ai, Ax), b in place (size n), with at most max_its iterations, to a

@@ -219,8 +219,8 @@ Status image_transient(const HardwareInstance& hw, const LayerCodes& codes, cons
                        std::uint64_t sample, const TransientOptions& opt, const std::vector<double>& sample_times,
                        ImageTransient& out, const std::vector<LayerVoltages>* start, double first_tstop) {
   out = ImageTransient{};
-  double tstop = opt.tstop > 0 ? opt.tstop
-                               : std::max(first_tstop, default_tstop(hw.map->cfg, static_cast<int>(hw.map->layers.size())));
+  const double dflt = default_tstop(hw.map->cfg, static_cast<int>(hw.map->layers.size()));
+  double tstop = opt.tstop > 0 ? opt.tstop : std::max(first_tstop, dflt);
   for (int tries = 0; tries <= 6; ++tries, tstop *= 2) {
     bool settled = false;
     if (Status st = run_once(hw, codes, from, sample, opt, tstop, sample_times, start, out, settled); !st) return st;
