@@ -29,16 +29,27 @@ class FactorsPreconditioner {
       return *r;
     }
     Eigen::VectorXd x = b;
-    lu_->solve(x.data());
+    apply(*lu_, single_, x.data());
     return x;
   }
   Eigen::ComputationInfo info() const { return Eigen::Success; }
-  void set(SparseLU<double>* lu) { lu_ = lu; }
+  void set(SparseLU<double>* lu, bool single) {
+    lu_ = lu;
+    single_ = single;
+  }
+  // lu^-1 x in place, in single precision where `single` and the solver has it (SparseLU::precondition).
+  static void apply(SparseLU<double>& lu, bool single, double* x) {
+    if (single)
+      lu.precondition(x);
+    else
+      lu.solve(x);
+  }
   // The next solve() returns r (lu^-1 of the vector it is given, computed by the caller).
   void prime(const Eigen::VectorXd* r) { primed_ = r; }
 
  private:
   SparseLU<double>* lu_ = nullptr;
+  bool single_ = false;
   mutable const Eigen::VectorXd* primed_ = nullptr;
 };
 
@@ -50,7 +61,8 @@ KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const doubl
   using Eigen::VectorXd;
   const Eigen::Map<const Mat> A(n, n, Ap[n], Ap, Ai, Ax);
   Eigen::GMRES<Mat, FactorsPreconditioner> g;
-  g.preconditioner().set(&lu);
+  const bool single = tol >= kSinglePrecisionTol;
+  g.preconditioner().set(&lu, single);
   g.compute(A);
   // The correction d from the start x0 (the guess, or 0): A d = p = b - A x0, r = lu^-1 p its first estimate; the
   // tolerance, tol |x| (|x| estimated by |x0 + r|), relative to |r|.
@@ -59,7 +71,7 @@ KrylovResult gmres_with_factors(int n, const int* Ap, const int* Ai, const doubl
   VectorXd p = Eigen::Map<const VectorXd>(b, n);
   if (guess) p.noalias() -= A * x0;
   VectorXd r = p;
-  lu.solve(r.data());
+  FactorsPreconditioner::apply(lu, single, r.data());
   const double rnorm = r.norm();
   const double scale = guess ? (x0 + r).norm() : rnorm;
   KrylovResult res;

@@ -18,7 +18,7 @@
 namespace anasim::module {
 
 // Raised whenever an interface between the engine and a module changes.
-constexpr int kModuleAbi = 1;
+constexpr int kModuleAbi = 2;
 
 // How a module's symbols are seen by what is loaded after it: Local (RTLD_LOCAL), or Global (RTLD_GLOBAL: Open MPI
 // loads its own components with dlopen, and they resolve their symbols through the libraries loaded before them).

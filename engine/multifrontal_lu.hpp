@@ -25,6 +25,9 @@ class MultifrontalLU {
   virtual bool factor(const T* Ax) = 0;
   // Solves A x = b in place (b size n).
   virtual void solve(T* b) = 0;
+  // As solve(), to the accuracy a preconditioner needs (GMRES's, engine/krylov.hpp): the factors may be applied
+  // rounded to single precision (relative error ~1e-7; half the memory traffic of their values).
+  virtual void precondition(T* b) { solve(b); }
   // Iterative refinement in solve() (default on) or none.
   virtual void set_refinement(bool on) = 0;
   virtual long factorizations() const = 0;

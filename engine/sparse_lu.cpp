@@ -780,6 +780,16 @@ void SparseLU<T>::solve(T* b, const T* start) {
 }
 
 template <class T>
+void SparseLU<T>::precondition(T* b) {
+  if (umfpack_ && !pcg_) {
+    ++n_solve_;
+    umfpack_->precondition(b);
+    return;
+  }
+  solve(b);
+}
+
+template <class T>
 double SparseLU<T>::factor_bytes() const {
   if (!factored_) return 0;
   if (pcg_) return pcg_->bytes() + sizeof(double) * pcg_A_.capacity();

@@ -187,6 +187,9 @@ class SparseLU {
   // good (factored from the copy of the values); should that find it singular, b is set to NaN. `start` (optional,
   // size n): where conjugate gradients start (NodalPcg::solve); the direct solvers ignore it.
   void solve(T* b, const T* start = nullptr);
+  // As solve(), to a preconditioner's accuracy: UMFPACK's factors may be applied in single precision
+  // (MultifrontalLU::precondition); the other solvers solve.
+  void precondition(T* b);
   int singular_unknown() const { return whole_.singular_unknown(); }
   // Factorizations so far: KLU calls on the whole matrix plus two-half factorizations (one each), plus
   // UMFPACK numeric factorizations, plus the conjugate gradients' preconditioner factorizations.

@@ -337,15 +337,16 @@ bool UmfpackLU<T>::make_plain() {
 namespace {
 
 // sum of val[q] * y[idx[q]] for q in [b, e): one row of a sparse triangular factor (two partial sums, for the
-// loads' latency).
-inline double row_dot(const int* idx, const double* val, int b, int e, const double* y) {
+// loads' latency), in double whatever the values' type V (double, or float for precondition()).
+template <class V>
+inline double row_dot(const int* idx, const V* val, int b, int e, const double* y) {
   double s0 = 0, s1 = 0;
   int q = b;
   for (; q + 1 < e; q += 2) {
-    s0 += val[q] * y[idx[q]];
-    s1 += val[q + 1] * y[idx[q + 1]];
+    s0 += static_cast<double>(val[q]) * y[idx[q]];
+    s1 += static_cast<double>(val[q + 1]) * y[idx[q + 1]];
   }
-  if (q < e) s0 += val[q] * y[idx[q]];
+  if (q < e) s0 += static_cast<double>(val[q]) * y[idx[q]];
   return s0 + s1;
 }
 
@@ -407,6 +408,27 @@ class PairRunner {
 
 template <class T>
 void UmfpackLU<T>::plain_solve(double* b) {
+  plain_solve_values(b, plain_->Lx.data(), plain_->Ux.data());
+}
+
+template <class T>
+void UmfpackLU<T>::precondition(T* b) {
+  if constexpr (kReal<T>) {
+    if (plain_) {
+      Plain& p = *plain_;
+      if (p.Lxf.size() != p.Lx.size() || p.Uxf.size() != p.Ux.size()) {
+        p.Lxf.assign(p.Lx.begin(), p.Lx.end());
+        p.Uxf.assign(p.Ux.begin(), p.Ux.end());
+      }
+      return plain_solve_values(b, p.Lxf.data(), p.Uxf.data());
+    }
+  }
+  solve(b);
+}
+
+template <class T>
+template <class V>
+void UmfpackLU<T>::plain_solve_values(double* b, const V* Lx, const V* Ux) {
   Plain& p = *plain_;
   const int n = n_;
   double* y = p.y.data();
@@ -419,7 +441,7 @@ void UmfpackLU<T>::plain_solve(double* b) {
   }
   // L z = y, then U w = z from the last row up: each row a dot product with the entries solved before it.
   const int *Lp = p.Lp.data(), *Lj = p.Lj.data(), *Up = p.Up.data(), *Uj = p.Uj.data();
-  const double *Lx = p.Lx.data(), *Ux = p.Ux.data(), *D = p.Udiag.data();
+  const double* D = p.Udiag.data();
   // Two threads where the schedule has them and second_thread_allowed(): the rows of each set in the same order and
   // with the same arithmetic, so the same numbers.
   if (!p.lrows[0].empty() && second_thread_allowed()) {

@@ -56,6 +56,9 @@ class UmfpackLU final : public MultifrontalLU<T> {
   // 5.7 M entries of L and U; the copy takes ~40 ms) measured 31.6 -> 28.4 s, with 12 bytes per entry held
   // instead of UMFPACK's ~9 (peak 1.11 -> 1.40 GB). The same solution up to rounding (the sums' order differs).
   void solve(T* b) override;
+  // A real factorization in its plain form: L and U's values rounded to float (made on the first call after a
+  // factorization), each row's sum in double; else solve().
+  void precondition(T* b) override;
   static constexpr long kPlainAfterSolves = 3;  // (2: an operating point with power probes, one extra solve, would copy)
   bool plain() const { return plain_ != nullptr; }  // the factorization is held in the plain arrays
   // The plain arrays' substitutions run on two threads (where OpenMP has two outside a parallel region).
@@ -93,6 +96,7 @@ class UmfpackLU final : public MultifrontalLU<T> {
   struct Plain {
     std::vector<int> Lp, Lj, Up, Uj, P, Q;
     std::vector<double> Lx, Ux, Udiag, Rs, y;
+    std::vector<float> Lxf, Uxf;  // precondition(): Lx and Ux rounded (empty until then)
     bool recip = false;
     // Two-thread substitution (split_rows): L's rows below l_top fall into two sets lrows[0], lrows[1] (ascending)
     // that reference no row of the other set; so do U's rows below u_top (urows, descending). The forward solve
@@ -105,6 +109,8 @@ class UmfpackLU final : public MultifrontalLU<T> {
   long solves_ = 0;  // solves since the factorization
   bool make_plain();  // from numeric_ (then freed); false (numeric_ kept) if UMFPACK's arrays are not as expected
   void plain_solve(double* b);
+  template <class V>
+  void plain_solve_values(double* b, const V* Lx, const V* Ux);  // plain_solve with these values of L and U
 };
 
 extern template class UmfpackLU<double>;

@@ -247,6 +247,8 @@ TEST_CASE(".options lureuse: Newton solves with earlier factors give the factore
   deck += "d1 n60 0 dc\nd2 0 n30 dc\nrl n60 0 10k\n.op\n.tran 20n 30u\n";
   RunResults direct = run_deck(deck + ".options lureuse=0\n.end\n");
   RunResults reuse = run_deck(deck + ".options lureuse=10\n.end\n");
+  // UMFPACK's factors, applied in single precision as GMRES's preconditioner (krylov.hpp, kSinglePrecisionTol).
+  RunResults single = run_deck(deck + ".options lureuse=10 solver=umfpack\n.end\n");
   const SolverStats &sd = direct.analyses.at(1).stats, &sr = reuse.analyses.at(1).stats;
   INFO("direct: timepoints " << sd.timepoints << ", factorizations " << sd.factorizations << " + "
                              << sd.refactorizations << "; reuse: timepoints "
@@ -260,18 +262,24 @@ TEST_CASE(".options lureuse: Newton solves with earlier factors give the factore
   // GMRES starts from the last Newton iterate and resolves only the step: 4.6 iterations per solve (11.5 from 0).
   CHECK(sr.gmres_iterations <= 6 * sr.lu_reuses);
   CHECK(reuse.analyses.at(0).stats.lu_reuses > 0);
-  for (const char* name : {"v(n30)", "v(n60)", "i(vs)"}) {
-    INFO(name);
-    CHECK(std::fabs(op_value(reuse, 0, name) - op_value(direct, 0, name)) <= 1e-9 * std::fabs(op_value(direct, 0, name)));
-    const Signal &a = signal(direct, 1, name), &b = signal(reuse, 1, name);
-    REQUIRE(a.re.size() == b.re.size());
-    double range = 0, diff = 0;
-    for (size_t i = 0; i < a.re.size(); ++i) {
-      range = std::max(range, std::fabs(a.re[i]));
-      diff = std::max(diff, std::fabs(a.re[i] - b.re[i]));
+  const SolverStats& ss = single.analyses.at(1).stats;
+  CHECK(ss.multifrontal);
+  CHECK(ss.lu_reuses > ss.timepoints / 2);
+  CHECK(ss.gmres_iterations <= 6 * ss.lu_reuses);
+  for (const RunResults* r : {&reuse, &single})
+    for (const char* name : {"v(n30)", "v(n60)", "i(vs)"}) {
+      INFO(name << (r == &single ? " (UMFPACK, single-precision preconditioner)" : ""));
+      CHECK(std::fabs(op_value(*r, 0, name) - op_value(direct, 0, name)) <=
+            1e-9 * std::fabs(op_value(direct, 0, name)));
+      const Signal &a = signal(direct, 1, name), &b = signal(*r, 1, name);
+      REQUIRE(a.re.size() == b.re.size());
+      double range = 0, diff = 0;
+      for (size_t i = 0; i < a.re.size(); ++i) {
+        range = std::max(range, std::fabs(a.re[i]));
+        diff = std::max(diff, std::fabs(a.re[i] - b.re[i]));
+      }
+      CHECK(diff <= 1e-8 * range);
     }
-    CHECK(diff <= 1e-8 * range);
-  }
 }
 
 // The variable-step BDF of orders 3..5 (Integrator, Gear above order 2): its derivative is exact on polynomials
