@@ -25,7 +25,8 @@ struct SolverStats {
     newton_iterations += o.newton_iterations; factorizations += o.factorizations;
     refactorizations += o.refactorizations; solves += o.solves; timepoints += o.timepoints;
     rejected += o.rejected; seconds += o.seconds; cg_iterations += o.cg_iterations;
-    lu_reuses += o.lu_reuses; gmres_iterations += o.gmres_iterations; kcl_residual = std::max(kcl_residual, o.kcl_residual);
+    lu_reuses += o.lu_reuses; gmres_iterations += o.gmres_iterations;
+    kcl_residual = std::max(kcl_residual, o.kcl_residual);
     multifrontal = multifrontal || o.multifrontal;
   }
 };

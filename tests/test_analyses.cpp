@@ -242,7 +242,8 @@ cl out 0 100u
 // the operating point and the waveforms equal those of a factorization per iteration (the GMRES solutions are within
 // 1e-10 of a direct solve's, far inside Newton's tolerances), with fewer factorizations.
 TEST_CASE(".options lureuse: Newton solves with earlier factors give the factored solves' operating point and waveforms") {
-  std::string deck = "diode-clamped RC line\n.model dc d(is=1e-14 n=1.2 cjo=5p)\nvs in 0 sin(0.4 3 100k)\nrs in n0 200\n";
+  std::string deck =
+      "diode-clamped RC line\n.model dc d(is=1e-14 n=1.2 cjo=5p)\nvs in 0 sin(0.4 3 100k)\nrs in n0 200\n";
   for (int k = 0; k < 60; ++k) deck += fmt::format("r{0} n{0} n{1} 50\nc{0} n{1} 0 20p\n", k, k + 1);
   deck += "d1 n60 0 dc\nd2 0 n30 dc\nrl n60 0 10k\n.op\n.tran 20n 30u\n";
   RunResults direct = run_deck(deck + ".options lureuse=0\n.end\n");
