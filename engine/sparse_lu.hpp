@@ -109,7 +109,7 @@ class KluLU {
   long n_factor_ = 0, n_refactor_ = 0;
 };
 
-struct SplitLU;  // the two-half evaluation (real systems only), sparse_lu.cpp
+struct SplitLU;  // the two-half evaluation (real systems only), split_lu.hpp
 
 // Solver of A x = b for one sparsity pattern: one KluLU, or two halves and a separator (see above).
 template <class T>
