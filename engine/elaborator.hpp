@@ -12,6 +12,7 @@
 
 namespace anasim::elab {
 
+// The .model cards visible in a subcircuit: its own, then its parents' up to the top level.
 struct ModelScope {
   const std::vector<ModelDef>* models;
   const ModelScope* parent;
@@ -33,6 +34,8 @@ class Elaborator {
   Elaborator(const ParsedNetlist& pn, const DeviceCatalog& cat, FlatNetlist& out, const Variation* var)
       : pn_(pn), cat_(cat), out_(out), var_(var) {}
 
+  // Elaborates pn into out (cleared by the caller): parameters, options, devices, expressions, analyses, initial
+  // conditions. Errors carry the netlist location; warnings go to the result.
   Status run();
 
  private:
@@ -49,6 +52,8 @@ class Elaborator {
   // `name` is already mapped (map_node), so ground is spelled "0".
   NodeId node(std::string_view name);
 
+  // The devices devs of the subcircuit path `prefix` (ports: its port names -> the caller's nodes) into
+  // out_.devices, subcircuit instances expanded recursively (depth: the nesting, limited to catch recursion).
   Status flatten(const std::vector<DeviceInstance>& devs, const std::string& prefix,
                  const std::map<std::string, std::string>& ports, const Scope& scope, const ModelScope& models,
                  int depth);
@@ -96,8 +101,11 @@ class Elaborator {
   // The first expression of the netlist that reads `temper` (a whole word), nullptr if none.
   const ValueExpr* find_temper() const;
 
+  // e evaluated at the top level into out (def where e is empty; an empty e without a default (NaN) is an error
+  // naming `what` at `where`).
   Status eval(const ValueExpr& e, double def, double& out, const SourceLoc& where, const char* what);
 
+  // The analyses' parameters evaluated and checked into out_.analyses.
   Status analyses();
 
   const ParsedNetlist& pn_;
