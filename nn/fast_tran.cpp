@@ -263,10 +263,10 @@ bool LaneStepper::near_final(const Lane& ln, double tol) const {
   for (int l = 0; l < L; ++l) {
     const Layout& Lo = I.layers[l].kernel.L;
     for (int j = 0; j < lr[l].C; ++j) {
-      const size_t o = static_cast<size_t>(j) * lr[l].n;
-      if (std::fabs(ws.x[l][o + Lo.y] - wf.x[l][o + Lo.y]) > tol) return false;
-      if (Lo.h >= 0 && (std::fabs(ws.x[l][o + Lo.h] - wf.x[l][o + Lo.h]) > tol ||
-                        std::fabs(ws.x[l][o + Lo.hn] - wf.x[l][o + Lo.hn]) > tol))
+      const size_t base = static_cast<size_t>(j) * lr[l].n;
+      if (std::fabs(ws.x[l][base + Lo.y] - wf.x[l][base + Lo.y]) > tol) return false;
+      if (Lo.h >= 0 && (std::fabs(ws.x[l][base + Lo.h] - wf.x[l][base + Lo.h]) > tol ||
+                        std::fabs(ws.x[l][base + Lo.hn] - wf.x[l][base + Lo.hn]) > tol))
         return false;
     }
   }

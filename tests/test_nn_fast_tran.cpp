@@ -339,9 +339,10 @@ TEST_CASE("nn fast transient: the shortest sampling time within 0.1 points of th
 // (reltol 1e-7 then) kept the steps near 6e-11 s: many hours of CPU per image. 2026-12-02: with the Newton solves
 // reusing earlier factors (GMRES from the last iterate, single precision) and the transient's reltol 1e-4
 // (TranSpec), about 1.7 s per time point and steps of 2-3 ns over the first 0.17 us (78 points in 135 s, `nn energy
-// --engine --tstop 17e-6`, nothing else running): its progress line estimated another 3.7 hours for the image. The engine runs to three times the default tstop (6.65 us here; the fast path
-// settles in 6.2-8.2 us on the first 20 images and the engine's settling time must lie in the first half of its run)
-// with the fast path's largest step (default tstop / 500).
+// --engine --tstop 17e-6`, nothing else running): its progress line estimated another 3.7 hours for the image.
+// The engine runs to three times the default tstop (6.65 us here; the fast path settles in 6.2-8.2 us on the first
+// 20 images and the engine's settling time must lie in the first half of its run) with the fast path's largest step
+// (default tstop / 500).
 TEST_CASE("nn slow: fast transient equals the engine's transient on the shipped 784-128-10" * doctest::skip()) {
   Shipped s;
   compare(s, images_from_env(20), 3 * default_tstop(s.cfg, static_cast<int>(s.map.layers.size())), 1500);
