@@ -407,55 +407,16 @@ struct Kernel {
   // J (n*n) and piv (n), when given, receive the LU factors of the last Jacobian (for linear-response updates).
   // tol_scale multiplies the tolerance (> 1: a looser stop, for solves whose result a later check refines).
   int solve(const NeuronIn& in, double* x, double* lim, bool warm, double gshunt = 0, double max_step = 0,
-            double* Jout = nullptr, int* pivout = nullptr, double tol_scale = 1.0) const {
-    switch (L.n) {  // fixed sizes let the compiler unroll the small dense LU
-      case 2: return solve_n<2>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-      case 3: return solve_n<3>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-      case 7: return solve_n<7>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-      case 10: return solve_n<10>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-      case 12: return solve_n<12>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-      default: return solve_n<0>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-    }
-  }
+            double* Jout = nullptr, int* pivout = nullptr, double tol_scale = 1.0) const;
   // Convergence check at x without refactoring: one Newton step computed with the Jacobian stamped at x but solved
   // with the earlier LU factors (J, piv). True, with x advanced by that step, if the step is within the tolerance
   // (times tol_scale).
-  bool check(const NeuronIn& in, double* x, double* lim, const double* J, const int* piv, double tol_scale = 1) const {
-    switch (L.n) {
-      case 2: return check_n<2>(in, x, lim, J, piv, tol_scale);
-      case 3: return check_n<3>(in, x, lim, J, piv, tol_scale);
-      case 7: return check_n<7>(in, x, lim, J, piv, tol_scale);
-      case 10: return check_n<10>(in, x, lim, J, piv, tol_scale);
-      case 12: return check_n<12>(in, x, lim, J, piv, tol_scale);
-      default: return check_n<0>(in, x, lim, J, piv, tol_scale);
-    }
-  }
+  bool check(const NeuronIn& in, double* x, double* lim, const double* J, const int* piv, double tol_scale = 1) const;
   template <int N>
   bool check_n(const NeuronIn& in, double* x, double* lim, const double* Jold, const int* piv,
-               double tol_scale) const {
-    const int n = N > 0 ? N : L.n;
-    double J[kMaxLocal * kMaxLocal] = {}, r[kMaxLocal] = {};
-    double lim2[kLim];
-    std::copy(lim, lim + kLim, lim2);
-    bool noncon = false;
-    stamp<N>(in, x, J, r, lim2, false, noncon);
-    if (noncon || !kcl_ok<N>(J, r, x, tol_scale)) return false;
-    for (int i = 0; i < n; ++i) {
-      double v = r[i];
-      for (int k = 0; k < n; ++k) v -= J[i * n + k] * x[k];
-      r[i] = v;
-    }
-    lu_apply<N>(n, Jold, piv, r);
-    for (int k = 0; k < n; ++k)
-      if (!(std::fabs(r[k]) <= tol_scale * tol(k, x[k] + r[k], x[k]))) return false;
-    for (int k = 0; k < n; ++k) x[k] += r[k];
-    std::copy(lim2, lim2 + kLim, lim);
-    return true;
-  }
+               double tol_scale) const;
   // A block of images (nn/lanes.hpp): tol() lane-wise.
-  Vd tol_lanes(int k, Vd a, Vd b) const {
-    return reltol * vmax(vabs(a), vabs(b)) + (L.is_current[k] ? 1e-18 : vntol);
-  }
+  Vd tol_lanes(int k, Vd a, Vd b) const;
   // solve() on the lanes of `run` of a block of images (gshunt and max_step 0), each lane with its own warm flag,
   // tolerance scale and stopping iteration; lanes outside `run` are left as they are. J, piv receive the lanes' LU
   // factors of their last Jacobian. its[b]: lane b's iteration count, minus it where Newton did not converge (as
@@ -464,202 +425,28 @@ struct Kernel {
   // are marked in the result (the caller continues them one by one: a few slow lanes would otherwise hold up
   // the whole block).
   Vm solve_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
-                 long* its, int lockstep) const {
-    switch (L.n) {
-      case 2: return solve_lanes_n<2>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-      case 3: return solve_lanes_n<3>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-      case 7: return solve_lanes_n<7>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-      case 10: return solve_lanes_n<10>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-      case 12: return solve_lanes_n<12>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-      default: return solve_lanes_n<0>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-    }
-  }
+                 long* its, int lockstep) const;
   template <int N>
   Vm solve_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
-                   long* its, int lockstep) const {
-    const int n = N > 0 ? N : L.n;
-    Vd Jt[kMaxLocal * kMaxLocal], rhs[kMaxLocal], lim2[kLim];
-    Vm pt[kMaxLocal];
-    Vd prev = splat(std::numeric_limits<double>::infinity());
-    for (int b = 0; b < kLanes; ++b) its[b] = 0;
-    for (int it = 1; it <= max_newton && any(run); ++it) {
-      if (it > lockstep) return run;
-      // Every lane runs (the usual case): factor straight into J, as the masked copy below would.
-      const bool every = all(run);
-      Vd* Jw = every ? J : Jt;
-      std::fill(Jw, Jw + n * n, Vd{});
-      std::fill(rhs, rhs + n, Vd{});
-      std::copy(lim, lim + kLim, lim2);
-      Vm noncon{};
-      stamp<N>(in, x, Jw, rhs, lim2, it == 1 ? ~warm : Vm{}, noncon);
-      const Vm balanced = kcl_ok<N>(Jw, rhs, x, tol_scale);
-      Vm bad = lu_factor_lanes<N>(n, Jw, pt) & run;
-      lu_apply_lanes<N>(n, Jw, pt, rhs);
-      Vm conv = (noncon == 0) & balanced & (warm | mask_all(it > 1) | (tol_scale > 1.0));
-      Vd norm{};
-      for (int k = 0; k < n; ++k) {
-        bad |= run & ~(vabs(rhs[k]) <= std::numeric_limits<double>::max());
-        norm = vmax(norm, vabs(rhs[k] - x[k]) / (tol_scale * tol_lanes(k, rhs[k], x[k])));
-      }
-      conv &= ~(norm > 1.0);
-      for (int b = 0; b < kLanes; ++b)
-        if (bad[b]) its[b] = -it;
-      run &= ~bad;
-      const Vm damp = run & ~conv & mask_all(it > max_newton / 4) & (norm > prev);
-      if (any(damp))
-        for (int k = 0; k < n; ++k) rhs[k] = damp ? x[k] + 0.5 * (rhs[k] - x[k]) : rhs[k];
-      prev = run ? norm : prev;
-      for (int k = 0; k < n; ++k) {
-        x[k] = run ? rhs[k] : x[k];
-        piv[k] = run ? pt[k] : piv[k];
-      }
-      for (int s = 0; s < kLim; ++s) lim[s] = run ? lim2[s] : lim[s];
-      if (!every)
-        for (int e = 0; e < n * n; ++e) J[e] = run ? Jt[e] : J[e];
-      const Vm fin = run & conv;
-      for (int b = 0; b < kLanes; ++b)
-        if (fin[b]) its[b] = it;
-      run &= ~conv;
-    }
-    for (int b = 0; b < kLanes; ++b)
-      if (run[b]) its[b] = -max_newton;
-    return Vm{};
-  }
+                   long* its, int lockstep) const;
   // check() on the lanes of `run` of a block of images; returns the lanes that passed (advanced by their step).
-  Vm check_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* J, const Vm* piv, Vd tol_scale, Vm run) const {
-    switch (L.n) {
-      case 2: return check_lanes_n<2>(in, x, lim, J, piv, tol_scale, run);
-      case 3: return check_lanes_n<3>(in, x, lim, J, piv, tol_scale, run);
-      case 7: return check_lanes_n<7>(in, x, lim, J, piv, tol_scale, run);
-      case 10: return check_lanes_n<10>(in, x, lim, J, piv, tol_scale, run);
-      case 12: return check_lanes_n<12>(in, x, lim, J, piv, tol_scale, run);
-      default: return check_lanes_n<0>(in, x, lim, J, piv, tol_scale, run);
-    }
-  }
+  Vm check_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* J, const Vm* piv, Vd tol_scale, Vm run) const;
   template <int N>
   Vm check_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* Jold, const Vm* piv, Vd tol_scale,
-                   Vm run) const {
-    const int n = N > 0 ? N : L.n;
-    Vd J[kMaxLocal * kMaxLocal], r[kMaxLocal], lim2[kLim];
-    std::fill(J, J + n * n, Vd{});
-    std::fill(r, r + n, Vd{});
-    std::copy(lim, lim + kLim, lim2);
-    Vm noncon{};
-    stamp<N>(in, x, J, r, lim2, Vm{}, noncon);
-    Vm ok = run & (noncon == 0) & kcl_ok<N>(J, r, x, tol_scale);
-    for (int i = 0; i < n; ++i) {
-      Vd v = r[i];
-      for (int k = 0; k < n; ++k) v -= J[i * n + k] * x[k];
-      r[i] = v;
-    }
-    lu_apply_lanes<N>(n, Jold, piv, r);
-    for (int k = 0; k < n; ++k) ok &= vabs(r[k]) <= tol_scale * tol_lanes(k, x[k] + r[k], x[k]);
-    for (int k = 0; k < n; ++k) x[k] = ok ? x[k] + r[k] : x[k];
-    for (int s = 0; s < kLim; ++s) lim[s] = ok ? lim2[s] : lim[s];
-    return ok;
-  }
+                   Vm run) const;
   // Solves m right-hand sides with the lanes' LU factors (lu_apply_lanes_multi at the neuron's size), in place.
-  void apply_lanes(const Vd* J, const Vm* piv, Vd* b, int m) const {
-    switch (L.n) {
-      case 2: return lu_apply_lanes_multi<2>(2, J, piv, b, m);
-      case 3: return lu_apply_lanes_multi<3>(3, J, piv, b, m);
-      case 7: return lu_apply_lanes_multi<7>(7, J, piv, b, m);
-      case 10: return lu_apply_lanes_multi<10>(10, J, piv, b, m);
-      default: return lu_apply_lanes_multi<0>(L.n, J, piv, b, m);
-    }
-  }
+  void apply_lanes(const Vd* J, const Vm* piv, Vd* b, int m) const;
   // m right-hand sides at once (b: m consecutive vectors of n).
-  void apply_multi(const double* A, const int* piv, double* b, int m) const {
-    switch (L.n) {
-      case 2: return lu_apply_multi<2>(2, A, piv, b, m);
-      case 3: return lu_apply_multi<3>(3, A, piv, b, m);
-      case 7: return lu_apply_multi<7>(7, A, piv, b, m);
-      case 10: return lu_apply_multi<10>(10, A, piv, b, m);
-      default: return lu_apply_multi<0>(L.n, A, piv, b, m);
-    }
-  }
+  void apply_multi(const double* A, const int* piv, double* b, int m) const;
   template <int N>
   int solve_n(const NeuronIn& in, double* x, double* lim, bool warm, double gshunt, double max_step, double* Jout,
-              int* pivout, double tol_scale) const {
-    const int n = N > 0 ? N : L.n;
-    double Jbuf[kMaxLocal * kMaxLocal], rhs[kMaxLocal];
-    int pbuf[kMaxLocal];
-    double* J = Jout ? Jout : Jbuf;
-    int* piv = pivout ? pivout : pbuf;
-    double prev = std::numeric_limits<double>::infinity();
-    double step = max_step, last[kMaxLocal] = {};  // the step limit in force; the last limited step
-    bool limited = false;
-    for (int it = 1; it <= max_newton; ++it) {
-      std::fill(J, J + n * n, 0.0);
-      std::fill(rhs, rhs + n, 0.0);
-      bool noncon = false;
-      stamp<N>(in, x, J, rhs, lim, !warm && it == 1, noncon);
-      if (gshunt > 0)
-        for (int k = 0; k < n; ++k)
-          if (!L.is_current[k]) J[k * n + k] += gshunt;
-      const bool balanced = kcl_ok<N>(J, rhs, x, tol_scale);
-      if (!lu_factor<N>(n, J, piv)) return -it;
-      lu_apply<N>(n, J, piv, rhs);
-      if (max_step > 0) {
-        double big = 0;
-        for (int k = 0; k < n; ++k)
-          if (!L.is_current[k]) big = std::max(big, std::fabs(rhs[k] - x[k]));
-        if (big > step) {
-          noncon = true;
-          // A limited step that undoes the last limited one is a 2-cycle between two points (seen with a
-          // saturated level-2 TIA: the output jumping 1 V back and forth): halve the limit for the rest.
-          double back = 0;
-          for (int k = 0; k < n; ++k) back += (rhs[k] - x[k]) * last[k];
-          if (limited && back < 0) step *= 0.5;
-          for (int k = 0; k < n; ++k) rhs[k] = x[k] + (step / big) * (rhs[k] - x[k]);
-          for (int k = 0; k < n; ++k) last[k] = rhs[k] - x[k];
-          limited = true;
-        } else {
-          limited = false;
-        }
-      }
-      // (a loose cold stop may take the first step)
-      bool conv = !noncon && balanced && (warm || it > 1 || tol_scale > 1);
-      double norm = 0;
-      for (int k = 0; k < n; ++k) {
-        if (!std::isfinite(rhs[k])) return -it;
-        const double d = std::fabs(rhs[k] - x[k]) / (tol_scale * tol(k, rhs[k], x[k]));
-        norm = std::max(norm, d);
-      }
-      if (norm > 1) conv = false;
-      if (!conv && it > max_newton / 4 && norm > prev)
-        for (int k = 0; k < n; ++k) rhs[k] = x[k] + 0.5 * (rhs[k] - x[k]);
-      prev = norm;
-      std::copy(rhs, rhs + n, x);
-      if (conv) return it;
-    }
-    return -max_newton;
-  }
+              int* pivout, double tol_scale) const;
 
   // Fallbacks after a failed Newton (`failed` < 0: its iterations): from the start point (the previous solution
   // `x0` when warm, else the ideal guess) with 1 V step limiting, then gmin stepping (1e-2 S down to 0 by decades,
   // each step warm-started).
   int robust_solve(const NeuronIn& in, double* x, double* lim, const double* x0, bool warm, int failed, double* Jout,
-                   int* pivout) const {
-    int total = -failed;
-    auto restart = [&] {
-      if (warm) std::copy(x0, x0 + L.n, x);
-      else guess(in, x, lim);
-    };
-    restart();
-    int it = solve(in, x, lim, warm, 0.0, 1.0, Jout, pivout);
-    total += std::abs(it);
-    if (it > 0) return total;
-    restart();
-    for (double g = 1e-2; g > 1e-13; g /= 10) {
-      it = solve(in, x, lim, warm || g < 1e-2, g, 1.0);
-      total += std::abs(it);
-      if (it < 0) return -total;
-    }
-    it = solve(in, x, lim, true, 0.0, 1.0, Jout, pivout);
-    total += std::abs(it);
-    return it > 0 ? total : -total;
-  }
+                   int* pivout) const;
 
   // The DC input voltage inn (non-inverting input grounded) and pole-node voltage p at which an op-amp with offset
   // vos delivers current io into its output at voltage out: the op-amp equations solved backwards.
@@ -828,3 +615,5 @@ struct Kernel {
 Kernel make_kernel(const HardwareConfig& cfg, const LayerMapping& m, const FastOptions& opt);
 
 }  // namespace anasim::nn::fast
+
+#include "nn/periphery_newton.hpp"  // (Kernel's local Newton: the definitions declared above)
