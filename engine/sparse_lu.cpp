@@ -49,6 +49,10 @@ constexpr double kRefactorRcondLimit = 1e-13;
 // costs time).
 constexpr int kScaleFactor = 2;
 constexpr int kScaleRefactor = -1;
+// CompiledLU for refactorizations (allow_compiled): matrices of at most kCompiledMaxUnknowns unknowns whose
+// elimination takes at most kCompiledMaxPairs multiply-subtract pairs (4 bytes of index each).
+constexpr int kCompiledMaxUnknowns = 4096;
+constexpr long kCompiledMaxPairs = 1L << 20;
 
 // KLU user ordering (Common.ordering = 3): CAMD with the constraint sets in Common.user_data. Returns KLU's
 // expected estimate of nnz(L) including the diagonal, or 0 on failure.
@@ -97,6 +101,8 @@ bool KluLU<T>::analyze(int n, const int* Ap, const int* Ai, const int* constrain
     common_.user_order = camd_user_order;
     common_.user_data = constraint_.data();
   }
+  compiled_.clear();
+  compiled_live_ = compiled_current_ = false;
   symbolic_ = klu_analyze(n, const_cast<int*>(Ap), const_cast<int*>(Ai), &common_);
   return symbolic_ != nullptr;
 }
@@ -113,6 +119,7 @@ bool KluLU<T>::full_factor(const T* Ax) {
                             reinterpret_cast<double*>(const_cast<T*>(Ax)), symbolic_, &common_);
   ++n_factor_;
   last_refactor_ = false;
+  compiled_live_ = false;
   if (!numeric_ || common_.status == KLU_SINGULAR) {
     singular_col_ = common_.singular_col;
     free_numeric();
@@ -125,6 +132,9 @@ bool KluLU<T>::full_factor(const T* Ax) {
   if (numeric_->Rs)
     for (int k = 0; k < n_; ++k) inv_rs_[k] = 1.0 / numeric_->Rs[k];
   scaled_ = true;
+  // The refactorizations that follow run compiled if this is the pivot order last compiled.
+  compiled_current_ = allow_compiled_ && compiled_.same_order(n_, numeric_->Pnum, symbolic_->Q);
+  refactors_on_order_ = 0;
   return true;
 }
 
@@ -132,6 +142,18 @@ template <class T>
 bool KluLU<T>::factor(const T* Ax) {
   if (!symbolic_) return false;
   if (!numeric_) return full_factor(Ax);
+  // A pivot order is compiled at its kCompileAfterRefactors-th refactorization.
+  if (!compiled_current_ && allow_compiled_ && n_ <= kCompiledMaxUnknowns &&
+      ++refactors_on_order_ == kCompileAfterRefactors)
+    compiled_current_ = compiled_.compile(n_, Ap_, Ai_, numeric_->Pnum, symbolic_->Q, kCompiledMaxPairs);
+  if (compiled_current_) {
+    ++n_refactor_;
+    last_refactor_ = true;
+    scaled_ = false;
+    compiled_live_ = true;
+    if (!compiled_.refactor(Ax) || rcond() < kRefactorRcondLimit) return full_factor(Ax);
+    return true;
+  }
   int ok;
   common_.scale = kScaleRefactor;
   if constexpr (std::is_same_v<T, double>)
@@ -155,7 +177,8 @@ double KluLU<T>::rcond() {
   const T* udiag = static_cast<const T*>(numeric_->Udiag);
   double lo = INFINITY, hi = 0.0;
   for (int k = 0; k < n_; ++k) {
-    const double u = std::abs(udiag[k]) * (scaled_ ? 1.0 : inv_rs_[k]);
+    const double pivot = compiled_live_ ? compiled_.pivot_magnitude(k) : std::abs(udiag[k]);
+    const double u = pivot * (scaled_ ? 1.0 : inv_rs_[k]);
     lo = std::min(lo, u);
     hi = std::max(hi, u);
   }
@@ -164,6 +187,7 @@ double KluLU<T>::rcond() {
 
 template <class T>
 void KluLU<T>::solve(T* b) {
+  if (compiled_live_) return compiled_.solve(b);
   if constexpr (std::is_same_v<T, double>) klu_solve(symbolic_, numeric_, n_, 1, b, &common_);
   else klu_z_solve(symbolic_, numeric_, n_, 1, reinterpret_cast<double*>(b), &common_);
 }
@@ -174,7 +198,9 @@ template class KluLU<std::complex<double>>;
 // ---- SparseLU --------------------------------------------------------------------------------------------
 
 template <class T>
-SparseLU<T>::SparseLU() = default;
+SparseLU<T>::SparseLU() {
+  whole_.allow_compiled(true);
+}
 
 template <class T>
 SparseLU<T>::~SparseLU() = default;

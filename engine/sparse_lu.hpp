@@ -49,6 +49,7 @@
 #include <memory>
 #include <vector>
 #include <klu.h>
+#include "engine/compiled_lu.hpp"
 #include "engine/linear_solver.hpp"
 #include "engine/multifrontal_lu.hpp"
 #include "engine/nodal_pcg.hpp"
@@ -72,24 +73,36 @@ class KluLU {
   bool factor(const T* Ax);
   void solve(T* b);
   int singular_unknown() const { return singular_col_; }
+  // Lets refactorizations of a small matrix run as a CompiledLU (engine/compiled_lu.hpp) on KLU's pivot order
+  // (off by default: numeric() then no longer holds the factors after a refactorization).
+  void allow_compiled(bool on) { allow_compiled_ = on; }
+  // Refactorizations with one pivot order before it is compiled: compiling costs tens of KLU refactorizations,
+  // which the few of a linear circuit (one per step size) would not repay.
+  static constexpr int kCompileAfterRefactors = 16;
   // Whether the last factor() kept the pivot order (klu_refactor) rather than pivoting anew (klu_factor).
   bool last_was_refactor() const { return last_refactor_; }
   // klu_factor and klu_refactor calls so far (a refactor that falls back to a full factor counts as both).
   long factorizations() const { return n_factor_; }
   long refactorizations() const { return n_refactor_; }
   klu_symbolic* symbolic() { return symbolic_; }
+  // KLU's numeric object: the factors of the last full factorization, and of the last refactorization unless
+  // allow_compiled() is on.
   klu_numeric* numeric() { return numeric_; }
   // Bytes the last factorization holds (0 before the first): L and U (an int index and a value per entry), U's
   // diagonal, the row scaling, the six n-sized index arrays, the solve workspace and the off-diagonal blocks of
-  // KLU's numeric object.
+  // KLU's numeric object, plus a CompiledLU's.
   double factor_bytes() const {
     if (!numeric_) return 0.0;
+    if (compiled_.compiled()) return klu_bytes() + compiled_.bytes();
+    return klu_bytes();
+  }
+
+ private:
+  double klu_bytes() const {
     const double n = numeric_->n;
     return 12.0 * (static_cast<double>(numeric_->lnz) + numeric_->unz) + n * (sizeof(T) + sizeof(double)) +
            6 * 4 * n + static_cast<double>(numeric_->worksize) + (sizeof(T) + 4.0) * numeric_->nzoff + 4 * (n + 1);
   }
-
- private:
   // Estimated reciprocal condition number of the last factorization (cheap: min / max of U's diagonal, rows
   // scaled by their largest entry at the last full factorization).
   double rcond();
@@ -107,6 +120,11 @@ class KluLU {
   bool scaled_ = false;         // the current LU is of the row-scaled matrix (full factor), not a refactor
   bool last_refactor_ = false;
   long n_factor_ = 0, n_refactor_ = 0;
+  bool allow_compiled_ = false;
+  CompiledLU<T> compiled_;  // a pivot order of KLU's, compiled (small matrices with allow_compiled_ only)
+  bool compiled_current_ = false;  // compiled_ is of the last full factorization's pivot order
+  bool compiled_live_ = false;     // the current factors are compiled_'s (a refactorization), not KLU's
+  int refactors_on_order_ = 0;     // refactorizations since the last full factorization
 };
 
 struct SplitLU;  // the two-half evaluation (real systems only), split_lu.hpp

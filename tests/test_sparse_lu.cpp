@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 #include <vector>
+#include <Eigen/Dense>
 #include <Eigen/Sparse>
 #include "engine/sparse_lu.hpp"
 #include "engine/umfpack_lu.hpp"
@@ -118,6 +119,109 @@ TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solve
     whole.solve(x2.data());
     CHECK(max_rel_diff(x2, x1) < 1e-11);
   }
+}
+
+TEST_CASE("sparse LU: refactorizations of a small matrix run compiled on KLU's pivot order and agree with KLU's") {
+  // 8 x 6 grid: 60 unknowns, branch currents with zero diagonals, so KLU's pivots leave the diagonal.
+  const Csc A = unsymmetric(mna_grid(8, 6, 1e-2));
+  std::vector<double> b(A.rows(), 0.0);
+  for (int k = 0; k < 6; ++k) b[48 + k] = 0.1 + 0.01 * k;
+  b[20] = 1e-3;
+  KluLU<double> compiled, klu;
+  compiled.allow_compiled(true);
+  for (auto* lu : {&compiled, &klu}) {
+    REQUIRE(lu->analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+    REQUIRE(lu->factor(A.valuePtr()));
+    CHECK_FALSE(lu->last_was_refactor());
+  }
+  constexpr int kRefactors = KluLU<double>::kCompileAfterRefactors + 4;
+  for (int r = 1; r <= kRefactors; ++r) {
+    const Csc A2 = unsymmetric(mna_grid(8, 6, 1e-2 * (1 + 0.7 * r)));
+    std::vector<double> xc = b, xk = b;
+    REQUIRE(compiled.factor(A2.valuePtr()));
+    REQUIRE(klu.factor(A2.valuePtr()));
+    CHECK(compiled.last_was_refactor());
+    CHECK(klu.last_was_refactor());
+    compiled.solve(xc.data());
+    klu.solve(xk.data());
+    CHECK(max_rel_diff(xk, xc) < 1e-12);
+    Eigen::Map<const Eigen::VectorXd> xs(xc.data(), A2.rows()), bs(b.data(), A2.rows());
+    CHECK((A2 * xs - bs).norm() / bs.norm() < 1e-13);
+  }
+  CHECK(compiled.factorizations() == 1);
+  CHECK(compiled.refactorizations() == kRefactors);
+  CHECK(compiled.factor_bytes() > klu.factor_bytes());  // compiled, and the compiled elimination counted
+
+  SUBCASE("complex values (AC) on the same pattern") {
+    using cplx = std::complex<double>;
+    KluLU<cplx> zc, zk;
+    zc.allow_compiled(true);
+    std::vector<cplx> az(A.nonZeros()), bz(A.rows());
+    for (size_t k = 0; k < bz.size(); ++k) bz[k] = {b[k], -0.3 * b[k]};
+    for (auto* lu : {&zc, &zk}) REQUIRE(lu->analyze(A.rows(), A.outerIndexPtr(), A.innerIndexPtr()));
+    for (int r = 0; r <= kRefactors; ++r) {
+      const double w = 1e-4 * (1 + r);
+      for (int c = 0; c < A.outerSize(); ++c)
+        for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
+          az[p] = {A.valuePtr()[p], A.innerIndexPtr()[p] == c ? w : 0.0};
+      std::vector<cplx> yc = bz, yk = bz;
+      REQUIRE(zc.factor(az.data()));
+      REQUIRE(zk.factor(az.data()));
+      zc.solve(yc.data());
+      zk.solve(yk.data());
+      double worst = 0, big = 0;
+      for (size_t k = 0; k < yk.size(); ++k) {
+        worst = std::max(worst, std::abs(yk[k] - yc[k]));
+        big = std::max(big, std::abs(yk[k]));
+      }
+      CHECK(worst / big < 1e-12);
+    }
+    CHECK(zc.refactorizations() == kRefactors);
+    CHECK(zc.factor_bytes() > zk.factor_bytes());
+  }
+
+  SUBCASE("a pivot that becomes zero: a full factorization pivots anew") {
+    // 2 x 2, full pattern; the first values put the pivots on the diagonal (compiled after refactorizations),
+    // the second zero both.
+    const std::vector<int> Ap = {0, 2, 4}, Ai = {0, 1, 0, 1};
+    const std::vector<double> first = {4, 1, 1, 4}, second = {0, 1, 1, 0};
+    KluLU<double> lu;
+    lu.allow_compiled(true);
+    REQUIRE(lu.analyze(2, Ap.data(), Ai.data()));
+    for (int r = 0; r <= kRefactors; ++r) REQUIRE(lu.factor(first.data()));
+    CHECK(lu.last_was_refactor());
+    REQUIRE(lu.factor(second.data()));
+    CHECK(lu.factorizations() == 2);
+    CHECK_FALSE(lu.last_was_refactor());
+    std::vector<double> x = {3.0, 5.0};
+    lu.solve(x.data());
+    CHECK(x[0] == doctest::Approx(5.0));
+    CHECK(x[1] == doctest::Approx(3.0));
+  }
+}
+
+TEST_CASE("sparse LU: a compiled elimination sums duplicate entries and solves what a dense LU solves") {
+  // 4 x 4 with entry (0, 0) given twice (2 + 3); the order reverses rows and columns, so that (3, 3) is the first
+  // pivot and its elimination fills in (0, 1).
+  const std::vector<int> Ap = {0, 4, 7, 9, 11}, Ai = {0, 0, 1, 3, 1, 2, 3, 1, 2, 0, 3};
+  const std::vector<double> Ax = {2, 3, 1, 1, 6, 1, 2, 1, 7, 0.5, 9};
+  const std::vector<int> P = {3, 2, 1, 0}, Q = {3, 2, 1, 0};
+  Eigen::MatrixXd D = Eigen::MatrixXd::Zero(4, 4);
+  for (int c = 0; c < 4; ++c)
+    for (int p = Ap[c]; p < Ap[c + 1]; ++p) D(Ai[p], c) += Ax[p];
+  const Eigen::Vector4d rhs(1, -2, 3, 0.5);
+  const Eigen::Vector4d ref = D.lu().solve(rhs);
+  CompiledLU<double> lu;
+  REQUIRE(lu.compile(4, Ap.data(), Ai.data(), P.data(), Q.data(), 1000));
+  REQUIRE(lu.refactor(Ax.data()));
+  std::vector<double> x(rhs.data(), rhs.data() + 4);
+  lu.solve(x.data());
+  for (int k = 0; k < 4; ++k) CHECK(x[k] == doctest::Approx(ref[k]).epsilon(1e-14));
+  CHECK(lu.pivot_magnitude(0) == 9.0);
+  const double last = D.determinant() / D.bottomRightCorner(3, 3).determinant();  // row and column 0 last
+  CHECK(lu.pivot_magnitude(3) == doctest::Approx(std::abs(last)));
+  CHECK_FALSE(lu.compile(4, Ap.data(), Ai.data(), P.data(), Q.data(), 0));  // over the pair budget: not compiled
+  CHECK_FALSE(lu.compiled());
 }
 
 namespace {
