@@ -408,6 +408,9 @@ struct Kernel {
   // tol_scale multiplies the tolerance (> 1: a looser stop, for solves whose result a later check refines).
   int solve(const NeuronIn& in, double* x, double* lim, bool warm, double gshunt = 0, double max_step = 0,
             double* Jout = nullptr, int* pivout = nullptr, double tol_scale = 1.0) const;
+  // f(std::integral_constant<int, N>{}) with N the local size if it is compiled as a fixed size, else 0.
+  template <class F>
+  decltype(auto) by_size(F&& f) const;
   // Convergence check at x without refactoring: one Newton step computed with the Jacobian stamped at x but solved
   // with the earlier LU factors (J, piv). True, with x advanced by that step, if the step is within the tolerance
   // (times tol_scale).

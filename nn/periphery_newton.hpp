@@ -2,31 +2,37 @@
 // its end): the one-image solve with its fallbacks, the blocks' lane-wise solve, and the convergence checks with
 // earlier LU factors. The stamps they solve and the initial guess are periphery_kernel.hpp's.
 #pragma once
+#include <type_traits>
+#include <utility>
 
 namespace anasim::nn::fast {
 
+// f(std::integral_constant<int, N>{}) with N = n if n is one of the sizes listed, else N = 0 (the size is then read
+// at run time). Kernel::by_size lists the layouts' sizes (make_layout) worth a fixed size: 2 and 3 (one op-amp,
+// level 1-2 or 0), 7 and 10 (the rectifier), 12 (the rectifier at level 0 with series-resistance diodes); the
+// compiler then unrolls the small dense LU and its substitutions.
+template <int First, int... Rest, class F>
+decltype(auto) with_fixed_size(int n, F&& f) {
+  if (n == First) return f(std::integral_constant<int, First>{});
+  if constexpr (sizeof...(Rest) > 0) return with_fixed_size<Rest...>(n, std::forward<F>(f));
+  else return f(std::integral_constant<int, 0>{});
+}
+
+template <class F>
+decltype(auto) Kernel::by_size(F&& f) const {
+  return with_fixed_size<2, 3, 7, 10, 12>(L.n, std::forward<F>(f));
+}
+
 inline int Kernel::solve(const NeuronIn& in, double* x, double* lim, bool warm, double gshunt, double max_step,
                          double* Jout, int* pivout, double tol_scale) const {
-  switch (L.n) {  // fixed sizes let the compiler unroll the small dense LU
-    case 2: return solve_n<2>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-    case 3: return solve_n<3>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-    case 7: return solve_n<7>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-    case 10: return solve_n<10>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-    case 12: return solve_n<12>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-    default: return solve_n<0>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
-  }
+  return by_size([&](auto N) {
+    return this->template solve_n<decltype(N)::value>(in, x, lim, warm, gshunt, max_step, Jout, pivout, tol_scale);
+  });
 }
 
 inline bool Kernel::check(const NeuronIn& in, double* x, double* lim, const double* J, const int* piv,
                           double tol_scale) const {
-  switch (L.n) {
-    case 2: return check_n<2>(in, x, lim, J, piv, tol_scale);
-    case 3: return check_n<3>(in, x, lim, J, piv, tol_scale);
-    case 7: return check_n<7>(in, x, lim, J, piv, tol_scale);
-    case 10: return check_n<10>(in, x, lim, J, piv, tol_scale);
-    case 12: return check_n<12>(in, x, lim, J, piv, tol_scale);
-    default: return check_n<0>(in, x, lim, J, piv, tol_scale);
-  }
+  return by_size([&](auto N) { return this->template check_n<decltype(N)::value>(in, x, lim, J, piv, tol_scale); });
 }
 
 template <int N>
@@ -58,14 +64,9 @@ inline Vd Kernel::tol_lanes(int k, Vd a, Vd b) const {
 
 inline Vm Kernel::solve_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm run, Vd tol_scale, Vd* J, Vm* piv,
                               long* its, int lockstep) const {
-  switch (L.n) {
-    case 2: return solve_lanes_n<2>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-    case 3: return solve_lanes_n<3>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-    case 7: return solve_lanes_n<7>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-    case 10: return solve_lanes_n<10>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-    case 12: return solve_lanes_n<12>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-    default: return solve_lanes_n<0>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
-  }
+  return by_size([&](auto N) {
+    return this->template solve_lanes_n<decltype(N)::value>(in, x, lim, warm, run, tol_scale, J, piv, its, lockstep);
+  });
 }
 
 template <int N>
@@ -122,14 +123,8 @@ Vm Kernel::solve_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, Vm warm, Vm ru
 
 inline Vm Kernel::check_lanes(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* J, const Vm* piv, Vd tol_scale,
                               Vm run) const {
-  switch (L.n) {
-    case 2: return check_lanes_n<2>(in, x, lim, J, piv, tol_scale, run);
-    case 3: return check_lanes_n<3>(in, x, lim, J, piv, tol_scale, run);
-    case 7: return check_lanes_n<7>(in, x, lim, J, piv, tol_scale, run);
-    case 10: return check_lanes_n<10>(in, x, lim, J, piv, tol_scale, run);
-    case 12: return check_lanes_n<12>(in, x, lim, J, piv, tol_scale, run);
-    default: return check_lanes_n<0>(in, x, lim, J, piv, tol_scale, run);
-  }
+  return by_size(
+      [&](auto N) { return this->template check_lanes_n<decltype(N)::value>(in, x, lim, J, piv, tol_scale, run); });
 }
 
 template <int N>
@@ -156,23 +151,11 @@ Vm Kernel::check_lanes_n(const NeuronInT<Vd>& in, Vd* x, Vd* lim, const Vd* Jold
 }
 
 inline void Kernel::apply_lanes(const Vd* J, const Vm* piv, Vd* b, int m) const {
-  switch (L.n) {
-    case 2: return lu_apply_lanes_multi<2>(2, J, piv, b, m);
-    case 3: return lu_apply_lanes_multi<3>(3, J, piv, b, m);
-    case 7: return lu_apply_lanes_multi<7>(7, J, piv, b, m);
-    case 10: return lu_apply_lanes_multi<10>(10, J, piv, b, m);
-    default: return lu_apply_lanes_multi<0>(L.n, J, piv, b, m);
-  }
+  by_size([&](auto N) { lu_apply_lanes_multi<decltype(N)::value>(L.n, J, piv, b, m); });
 }
 
 inline void Kernel::apply_multi(const double* A, const int* piv, double* b, int m) const {
-  switch (L.n) {
-    case 2: return lu_apply_multi<2>(2, A, piv, b, m);
-    case 3: return lu_apply_multi<3>(3, A, piv, b, m);
-    case 7: return lu_apply_multi<7>(7, A, piv, b, m);
-    case 10: return lu_apply_multi<10>(10, A, piv, b, m);
-    default: return lu_apply_multi<0>(L.n, A, piv, b, m);
-  }
+  by_size([&](auto N) { lu_apply_multi<decltype(N)::value>(L.n, A, piv, b, m); });
 }
 
 template <int N>
