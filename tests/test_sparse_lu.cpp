@@ -177,6 +177,47 @@ TEST_CASE("sparse LU: refactorizations of a small matrix run compiled on KLU's p
     CHECK(zc.factor_bytes() > zk.factor_bytes());
   }
 
+  SUBCASE("block triangular: KLU's blocks and their off-diagonal entries in one compiled elimination") {
+    // Two grids, the second's nodes feeding the first's rows only (a one-way coupling, as through controlled
+    // sources): KLU orders them as diagonal blocks with the coupling off the diagonal.
+    auto two_blocks = [](double scale) {
+      const Csc G1 = unsymmetric(mna_grid(5, 4, scale)), G2 = unsymmetric(mna_grid(6, 3, 2 * scale));
+      std::vector<Eigen::Triplet<double>> t;
+      for (int c = 0; c < G1.outerSize(); ++c)
+        for (Csc::InnerIterator it(G1, c); it; ++it) t.emplace_back(it.row(), it.col(), it.value());
+      const int off = static_cast<int>(G1.rows());
+      for (int c = 0; c < G2.outerSize(); ++c)
+        for (Csc::InnerIterator it(G2, c); it; ++it) t.emplace_back(off + it.row(), off + it.col(), it.value());
+      for (int k = 0; k < 6; ++k) t.emplace_back(3 * k + 1, off + 2 * k, -0.3 * scale * (1 + k));
+      Csc A(off + G2.rows(), off + G2.rows());
+      A.setFromTriplets(t.begin(), t.end());
+      A.makeCompressed();
+      return A;
+    };
+    const Csc B = two_blocks(1e-2);
+    std::vector<double> bb(B.rows(), 0.0);
+    for (int k = 0; k < 4; ++k) bb[20 + k] = 0.2 + 0.01 * k;
+    for (int k = 0; k < 3; ++k) bb[B.rows() - 4 + k] = 0.1 * (k + 1);
+    KluLU<double> bc, bk;
+    bc.allow_compiled(true);
+    for (auto* lu : {&bc, &bk}) {
+      REQUIRE(lu->analyze(B.rows(), B.outerIndexPtr(), B.innerIndexPtr()));
+      REQUIRE(lu->factor(B.valuePtr()));
+    }
+    CHECK(bk.symbolic()->nblocks >= 2);
+    for (int r = 1; r <= kRefactors; ++r) {
+      const Csc B2 = two_blocks(1e-2 * (1 + 0.5 * r));
+      std::vector<double> xc = bb, xk = bb;
+      REQUIRE(bc.factor(B2.valuePtr()));
+      REQUIRE(bk.factor(B2.valuePtr()));
+      bc.solve(xc.data());
+      bk.solve(xk.data());
+      CHECK(max_rel_diff(xk, xc) < 1e-12);
+    }
+    CHECK(bc.factorizations() == 1);
+    CHECK(bc.factor_bytes() > bk.factor_bytes());
+  }
+
   SUBCASE("a pivot that becomes zero: a full factorization pivots anew") {
     // 2 x 2, full pattern; the first values put the pivots on the diagonal (compiled after refactorizations),
     // the second zero both.
