@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <queue>
+#include <type_traits>
 
 namespace anasim {
 

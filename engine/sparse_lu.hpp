@@ -1,5 +1,6 @@
 // Sparse LU with SuiteSparse KLU: symbolic analysis once per pattern, klu_factor once, then klu_refactor
-// while the pattern holds (falling back to a full pivoting factor when refactor becomes ill-conditioned).
+// while the pattern holds (falling back to a full pivoting factor when refactor becomes ill-conditioned); on a small
+// matrix the refactorizations of a pivot order used often run compiled (engine/compiled_lu.hpp).
 // One template serves the real (DC, transient) and complex (AC) systems.
 //
 // Large real systems (at least kSplitMinUnknowns unknowns, two or more OpenMP threads available and not
@@ -92,9 +93,7 @@ class KluLU {
   // diagonal, the row scaling, the six n-sized index arrays, the solve workspace and the off-diagonal blocks of
   // KLU's numeric object, plus a CompiledLU's.
   double factor_bytes() const {
-    if (!numeric_) return 0.0;
-    if (compiled_.compiled()) return klu_bytes() + compiled_.bytes();
-    return klu_bytes();
+    return numeric_ ? klu_bytes() + compiled_.bytes() : 0.0;
   }
 
  private:
