@@ -87,6 +87,34 @@ double max_rel_diff(const std::vector<T>& a, const std::vector<T>& b) {
   return d / big;
 }
 
+// The block-diagonal matrix of `blocks` (circuits that share no unknown).
+Csc block_diag(const std::vector<Csc>& blocks) {
+  std::vector<Eigen::Triplet<double>> t;
+  int off = 0;
+  for (const Csc& B : blocks) {
+    for (int c = 0; c < B.outerSize(); ++c)
+      for (Csc::InnerIterator it(B, c); it; ++it) t.emplace_back(off + it.row(), off + it.col(), it.value());
+    off += static_cast<int>(B.rows());
+  }
+  Csc A(off, off);
+  A.setFromTriplets(t.begin(), t.end());
+  A.makeCompressed();
+  return A;
+}
+
+// Refactors values Ax with a KluLU that may compile (`compiled`) and one that may not (`klu`), solves A x = rhs with
+// both, checks that the solutions agree within `tol` (relative to the largest entry) and returns the compiled one's.
+template <class T>
+std::vector<T> solve_both(KluLU<T>& compiled, KluLU<T>& klu, const T* Ax, const std::vector<T>& rhs, double tol) {
+  std::vector<T> xc = rhs, xk = rhs;
+  REQUIRE(compiled.factor(Ax));
+  REQUIRE(klu.factor(Ax));
+  compiled.solve(xc.data());
+  klu.solve(xk.data());
+  CHECK(max_rel_diff(xk, xc) < tol);
+  return xc;
+}
+
 }  // namespace
 
 TEST_CASE("sparse LU: the two-half split solves what one KLU factorization solves") {
@@ -139,14 +167,9 @@ TEST_CASE("sparse LU: refactorizations of a small matrix run compiled on KLU's p
   constexpr int kRefactors = KluLU<double>::kCompileAfterRefactors + 4;
   for (int r = 1; r <= kRefactors; ++r) {
     const Csc A2 = unsymmetric(mna_grid(8, 6, 1e-2 * (1 + 0.7 * r)));
-    std::vector<double> xc = b, xk = b;
-    REQUIRE(compiled.factor(A2.valuePtr()));
-    REQUIRE(klu.factor(A2.valuePtr()));
+    const std::vector<double> xc = solve_both(compiled, klu, A2.valuePtr(), b, 1e-12);
     CHECK(compiled.last_was_refactor());
     CHECK(klu.last_was_refactor());
-    compiled.solve(xc.data());
-    klu.solve(xk.data());
-    CHECK(max_rel_diff(xk, xc) < 1e-12);
     Eigen::Map<const Eigen::VectorXd> xs(xc.data(), A2.rows()), bs(b.data(), A2.rows());
     CHECK((A2 * xs - bs).norm() / bs.norm() < 1e-13);
   }
@@ -166,12 +189,7 @@ TEST_CASE("sparse LU: refactorizations of a small matrix run compiled on KLU's p
       for (int c = 0; c < A.outerSize(); ++c)
         for (int p = A.outerIndexPtr()[c]; p < A.outerIndexPtr()[c + 1]; ++p)
           az[p] = {A.valuePtr()[p], A.innerIndexPtr()[p] == c ? w : 0.0};
-      std::vector<cplx> yc = bz, yk = bz;
-      REQUIRE(zc.factor(az.data()));
-      REQUIRE(zk.factor(az.data()));
-      zc.solve(yc.data());
-      zk.solve(yk.data());
-      CHECK(max_rel_diff(yk, yc) < 1e-12);
+      solve_both(zc, zk, az.data(), bz, 1e-12);
     }
     CHECK(zc.refactorizations() == kRefactors);
     CHECK(zc.factor_bytes() > zk.factor_bytes());
@@ -182,15 +200,13 @@ TEST_CASE("sparse LU: refactorizations of a small matrix run compiled on KLU's p
     // sources): KLU orders them as diagonal blocks with the coupling off the diagonal.
     auto two_blocks = [](double scale) {
       const Csc G1 = unsymmetric(mna_grid(5, 4, scale)), G2 = unsymmetric(mna_grid(6, 3, 2 * scale));
-      std::vector<Eigen::Triplet<double>> t;
-      for (int c = 0; c < G1.outerSize(); ++c)
-        for (Csc::InnerIterator it(G1, c); it; ++it) t.emplace_back(it.row(), it.col(), it.value());
+      const Csc D = block_diag({G1, G2});
       const int off = static_cast<int>(G1.rows());
-      for (int c = 0; c < G2.outerSize(); ++c)
-        for (Csc::InnerIterator it(G2, c); it; ++it) t.emplace_back(off + it.row(), off + it.col(), it.value());
+      std::vector<Eigen::Triplet<double>> t;
       for (int k = 0; k < 6; ++k) t.emplace_back(3 * k + 1, off + 2 * k, -0.3 * scale * (1 + k));
-      Csc A(off + G2.rows(), off + G2.rows());
-      A.setFromTriplets(t.begin(), t.end());
+      Csc C(D.rows(), D.cols());
+      C.setFromTriplets(t.begin(), t.end());
+      Csc A = D + C;
       A.makeCompressed();
       return A;
     };
@@ -207,12 +223,7 @@ TEST_CASE("sparse LU: refactorizations of a small matrix run compiled on KLU's p
     CHECK(bk.symbolic()->nblocks >= 2);
     for (int r = 1; r <= kRefactors; ++r) {
       const Csc B2 = two_blocks(1e-2 * (1 + 0.5 * r));
-      std::vector<double> xc = bb, xk = bb;
-      REQUIRE(bc.factor(B2.valuePtr()));
-      REQUIRE(bk.factor(B2.valuePtr()));
-      bc.solve(xc.data());
-      bk.solve(xk.data());
-      CHECK(max_rel_diff(xk, xc) < 1e-12);
+      solve_both(bc, bk, B2.valuePtr(), bb, 1e-12);
     }
     CHECK(bc.factorizations() == 1);
     CHECK(bc.factor_bytes() > bk.factor_bytes());
@@ -261,23 +272,6 @@ TEST_CASE("sparse LU: a compiled elimination sums duplicate entries and solves w
   CHECK_FALSE(lu.compile(4, Ap.data(), Ai.data(), P.data(), Q.data(), 0));  // over the pair budget: not compiled
   CHECK_FALSE(lu.compiled());
 }
-
-namespace {
-// The block-diagonal matrix of `blocks` (circuits that share no unknown).
-Csc block_diag(const std::vector<Csc>& blocks) {
-  std::vector<Eigen::Triplet<double>> t;
-  int off = 0;
-  for (const Csc& B : blocks) {
-    for (int c = 0; c < B.outerSize(); ++c)
-      for (Csc::InnerIterator it(B, c); it; ++it) t.emplace_back(off + it.row(), off + it.col(), it.value());
-    off += static_cast<int>(B.rows());
-  }
-  Csc A(off, off);
-  A.setFromTriplets(t.begin(), t.end());
-  A.makeCompressed();
-  return A;
-}
-}  // namespace
 
 TEST_CASE("sparse LU: disconnected circuits are split between components or around the largest") {
   test_support::OmpThreads threads(2);
